@@ -1,0 +1,52 @@
+-- A short tour of the objectid type. Run by scripts/demo.sh in a throwaway cluster.
+\pset footer off
+\set VERBOSITY default
+\echo
+\echo '== Install the extension (trusted: a database owner may do this too)'
+CREATE EXTENSION pg_objectid;
+
+\echo
+\echo '== A table keyed by objectid, filled with MongoDB-style ids'
+CREATE TABLE events (
+    id   objectid PRIMARY KEY,
+    kind text NOT NULL
+);
+INSERT INTO events VALUES
+    ('507f1f77bcf86cd799439011', 'signup'),
+    ('507F1F77BCF86CD799439012', 'login'),      -- either case is accepted
+    ('65a1f2c3d4e5f60718293a4b', 'purchase'),
+    ('000000000000000000000000', 'epoch'),
+    ('ffffffffffffffffffffffff', 'end of time');
+SELECT id, kind FROM events ORDER BY id;
+
+\echo
+\echo '== Fixed length: 12 bytes on disk, against 16 for a uuid'
+SELECT pg_column_size(id) AS objectid_bytes,
+       pg_column_size(gen_random_uuid()) AS uuid_bytes
+FROM events LIMIT 1;
+
+\echo
+\echo '== The raw BSON bytes, and back'
+SELECT id, id::bytea AS bson_payload, (id::bytea)::objectid = id AS round_trip
+FROM events WHERE kind = 'signup';
+
+\echo
+\echo '== min/max, and ordering that follows the creation time in the first 4 bytes'
+SELECT min(id), max(id) FROM events;
+SELECT id FROM events WHERE id > '507f1f77bcf86cd799439011' ORDER BY id;
+
+\echo
+\echo '== The btree index serves lookups'
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT kind FROM events WHERE id = '65a1f2c3d4e5f60718293a4b';
+RESET enable_seqscan;
+
+\echo
+\echo '== Bad input is an error that quotes it (SQLSTATE 22P02)'
+\set ON_ERROR_STOP 0
+SELECT 'not-an-objectid'::objectid;
+SELECT '507f1f77bcf86cd79943901'::objectid;
+\set ON_ERROR_STOP 1
+
+DROP TABLE events;
+DROP EXTENSION pg_objectid;

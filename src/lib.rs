@@ -1,0 +1,25 @@
+//! pg_objectid: a 12-byte MongoDB-compatible `objectid` type for PostgreSQL.
+//!
+//! `core` holds the value logic with no PostgreSQL in it; `objectid` adapts it to SQL, one module
+//! per SQL concern. Every SQL object is declared by hand in `sql/` (pgrx generates none), so that
+//! the install script qualifies everything with `@extschema@` and marks volatility, strictness,
+//! parallel safety and leakproofness exactly.
+
+pub mod core;
+mod objectid;
+
+::pgrx::pg_module_magic!(name, version);
+
+#[cfg(feature = "pg_test")]
+#[path = "../pgrx-tests/mod.rs"]
+mod pgrx_tests;
+
+/// Hooks for `cargo pgrx test`, which builds with the `pg_test` feature.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

@@ -1,0 +1,85 @@
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+
+pub fn dsn() -> String {
+    std::env::var("PG_OBJECTID_TEST_DSN").expect(
+        "PG_OBJECTID_TEST_DSN is not set: run these tests through scripts/test.sh, \
+         which starts a server with the extension installed",
+    )
+}
+
+pub fn connect_to(dbname: &str) -> Client {
+    Client::connect(&format!("{} dbname={dbname}", dsn()), NoTls)
+        .unwrap_or_else(|e| panic!("cannot connect to database {dbname}: {e}"))
+}
+
+/// A new empty database named after the test, without the extension.
+pub fn fresh_database(name: &str) -> Client {
+    let mut admin = connect_to("postgres");
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0"))
+        .unwrap();
+    connect_to(name)
+}
+
+/// A new database with `CREATE EXTENSION pg_objectid` done in `public`.
+pub fn fresh_db(name: &str) -> Client {
+    let mut client = fresh_database(name);
+    client
+        .batch_execute("CREATE EXTENSION pg_objectid")
+        .unwrap();
+    client
+}
+
+/// Runs `sql`, which must fail with `state`; returns the error message for further checks.
+pub fn expect_error(client: &mut Client, sql: &str, state: &SqlState) -> String {
+    match client.batch_execute(sql) {
+        Ok(()) => panic!("expected {} from {sql:?}, but it succeeded", state.code()),
+        Err(e) => {
+            let db = e
+                .as_db_error()
+                .unwrap_or_else(|| panic!("expected a server error from {sql:?}, got {e}"));
+            assert_eq!(
+                db.code(),
+                state,
+                "wrong SQLSTATE from {sql:?}: {}",
+                db.message()
+            );
+            db.message().to_string()
+        }
+    }
+}
+
+pub fn one_string(client: &mut Client, sql: &str) -> String {
+    client.query_one(sql, &[]).unwrap().get(0)
+}
+
+pub fn one_bool(client: &mut Client, sql: &str) -> bool {
+    client.query_one(sql, &[]).unwrap().get(0)
+}
+
+pub fn one_i64(client: &mut Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).unwrap().get(0)
+}
+
+/// The plan as text, one line per row of EXPLAIN (COSTS OFF).
+pub fn explain(client: &mut Client, sql: &str) -> String {
+    client
+        .query(&format!("EXPLAIN (COSTS OFF) {sql}"), &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// SQL making `n` distinct pseudo-random objectids as rows of `id`, the same on every run.
+pub fn sample_ids_sql(n: u32) -> String {
+    format!(
+        "SELECT substr(md5(i::text) || md5(i::text || 'x'), 1, 24)::objectid AS id \
+         FROM generate_series(1, {n}) AS i"
+    )
+}

@@ -1,0 +1,246 @@
+use postgres::error::SqlState;
+
+use crate::common::*;
+
+/// Every function the extension creates, with the properties we promise for it:
+/// (name, volatility, strict, parallel, leakproof, security definer).
+const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
+    ("bytea", "i", true, "s", true),
+    ("max", "i", false, "s", false),
+    ("min", "i", false, "s", false),
+    ("objectid", "i", true, "s", false),
+    ("objectid_cmp", "i", true, "s", true),
+    ("objectid_eq", "i", true, "s", true),
+    ("objectid_ge", "i", true, "s", true),
+    ("objectid_gt", "i", true, "s", true),
+    ("objectid_hash", "i", true, "s", true),
+    ("objectid_hash_extended", "i", true, "s", true),
+    ("objectid_in", "i", true, "s", false),
+    ("objectid_larger", "i", true, "s", true),
+    ("objectid_le", "i", true, "s", true),
+    ("objectid_lt", "i", true, "s", true),
+    ("objectid_minmax_multi_distance", "i", true, "s", false),
+    ("objectid_ne", "i", true, "s", true),
+    ("objectid_out", "i", true, "s", false),
+    ("objectid_recv", "i", true, "s", false),
+    ("objectid_send", "i", true, "s", false),
+    ("objectid_smaller", "i", true, "s", true),
+    ("objectid_sortsupport", "i", true, "s", false),
+];
+
+#[test]
+fn function_properties_are_as_documented() {
+    let mut c = fresh_db("t_ext_props");
+    let got: Vec<(String, String, bool, String, bool, bool)> = c
+        .query(
+            "SELECT p.proname::text, p.provolatile::text, p.proisstrict, p.proparallel::text, \
+                    p.proleakproof, p.prosecdef \
+             FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid \
+             WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' \
+               AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid') \
+               AND d.classid = 'pg_proc'::regclass \
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+        .collect();
+    let server_version = one_i64(&mut c, "SELECT current_setting('server_version_num')::int8");
+    let want: Vec<(String, String, bool, String, bool, bool)> = FUNCTIONS
+        .iter()
+        // minmax-multi BRIN exists from PostgreSQL 14 on.
+        .filter(|f| f.0 != "objectid_minmax_multi_distance" || server_version >= 140000)
+        .map(|&(n, v, s, p, l)| (n.to_string(), v.to_string(), s, p.to_string(), l, false))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn every_member_lives_in_the_extension_schema() {
+    let mut c = fresh_database("t_ext_schema_members");
+    c.batch_execute("CREATE SCHEMA ids; CREATE EXTENSION pg_objectid SCHEMA ids")
+        .unwrap();
+    let outside = one_i64(
+        &mut c,
+        "SELECT count(*) FROM pg_depend d \
+         LEFT JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid \
+         LEFT JOIN pg_type t ON d.classid = 'pg_type'::regclass AND t.oid = d.objid \
+         LEFT JOIN pg_operator o ON d.classid = 'pg_operator'::regclass AND o.oid = d.objid \
+         LEFT JOIN pg_opclass oc ON d.classid = 'pg_opclass'::regclass AND oc.oid = d.objid \
+         LEFT JOIN pg_opfamily f ON d.classid = 'pg_opfamily'::regclass AND f.oid = d.objid \
+         WHERE d.deptype = 'e' AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid') \
+           AND coalesce(p.pronamespace, t.typnamespace, o.oprnamespace, oc.opcnamespace, f.opfnamespace, \
+                        'ids'::regnamespace) <> 'ids'::regnamespace",
+    );
+    assert_eq!(outside, 0);
+    let classes: Vec<String> = c
+        .query(
+            "SELECT opcname || '/' || amname FROM pg_opclass JOIN pg_am ON pg_am.oid = opcmethod \
+             WHERE opcnamespace = 'ids'::regnamespace ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let server_version = one_i64(&mut c, "SELECT current_setting('server_version_num')::int8");
+    let mut want = vec![
+        "objectid_minmax_ops/brin",
+        "objectid_ops/btree",
+        "objectid_ops/hash",
+    ];
+    if server_version >= 140000 {
+        want = vec![
+            "objectid_bloom_ops/brin",
+            "objectid_minmax_multi_ops/brin",
+            "objectid_minmax_ops/brin",
+            "objectid_ops/btree",
+            "objectid_ops/hash",
+        ];
+    }
+    assert_eq!(classes, want);
+}
+
+#[test]
+fn works_from_a_schema_other_than_public() {
+    let mut c = fresh_database("t_ext_other_schema");
+    c.batch_execute(
+        "CREATE SCHEMA ids; CREATE EXTENSION pg_objectid SCHEMA ids; \
+         CREATE TABLE t (id ids.objectid PRIMARY KEY, n int); \
+         INSERT INTO t SELECT lpad(to_hex(i), 24, '0')::ids.objectid, i FROM generate_series(1, 5000) i; \
+         ANALYZE t",
+    )
+    .unwrap();
+    // Not on the search path: reachable qualified, and the default opclass still serves.
+    assert_eq!(one_string(&mut c, "SHOW search_path"), "\"$user\", public");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT n::int8 FROM t WHERE id OPERATOR(ids.=) '000000000000000000000010'"
+        ),
+        16
+    );
+    expect_error(
+        &mut c,
+        "SELECT n FROM t WHERE id = '000000000000000000000010'",
+        &SqlState::UNDEFINED_FUNCTION,
+    );
+    c.batch_execute("SET enable_seqscan = off").unwrap();
+    let plan = explain(
+        &mut c,
+        "SELECT n FROM t WHERE id OPERATOR(ids.<) '000000000000000000000010'",
+    );
+    assert!(plan.contains("Index Scan using t_pkey"), "{plan}");
+    // On the search path, before or after public: plain operators and aggregates resolve, and
+    // min() of other types still reaches pg_catalog's.
+    for path in ["ids, public", "public, ids"] {
+        c.batch_execute(&format!("SET search_path = {path}"))
+            .unwrap();
+        let row = c
+            .query_one(
+                "SELECT count(*) FILTER (WHERE id < '000000000000000000000010'), \
+                        max(id)::text, min(n), max(n::text) \
+                 FROM t",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 15, "{path}");
+        assert_eq!(
+            row.get::<_, String>(1),
+            "000000000000000000001388",
+            "{path}"
+        );
+        assert_eq!(row.get::<_, i32>(2), 1, "{path}");
+        assert_eq!(row.get::<_, String>(3), "999", "{path}");
+    }
+}
+
+#[test]
+fn create_and_drop_leave_nothing_behind() {
+    let mut c = fresh_database("t_ext_drop");
+    let count_objects =
+        "SELECT (SELECT count(*) FROM pg_type WHERE typname IN ('objectid', '_objectid')) \
+         + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'objectid%' \
+              OR (proname IN ('min', 'max', 'bytea') AND pronamespace = 'public'::regnamespace)) \
+         + (SELECT count(*) FROM pg_opclass WHERE opcname LIKE 'objectid%') \
+         + (SELECT count(*) FROM pg_opfamily WHERE opfname LIKE 'objectid%') \
+         + (SELECT count(*) FROM pg_operator WHERE oprnamespace = 'public'::regnamespace)";
+    assert_eq!(one_i64(&mut c, count_objects), 0);
+    for _ in 0..2 {
+        c.batch_execute("CREATE EXTENSION pg_objectid").unwrap();
+        assert!(one_i64(&mut c, count_objects) > 30);
+        c.batch_execute("DROP EXTENSION pg_objectid").unwrap();
+        assert_eq!(one_i64(&mut c, count_objects), 0);
+    }
+    // Dropping refuses while a column uses the type, unless CASCADE.
+    c.batch_execute("CREATE EXTENSION pg_objectid; CREATE TABLE t (id objectid)")
+        .unwrap();
+    expect_error(
+        &mut c,
+        "DROP EXTENSION pg_objectid",
+        &SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+    );
+    c.batch_execute("DROP EXTENSION pg_objectid CASCADE")
+        .unwrap();
+    assert_eq!(one_i64(&mut c, count_objects), 0);
+}
+
+#[test]
+fn trusted_install_by_a_database_owner_with_a_hostile_temp_schema() {
+    let mut admin = fresh_database("t_ext_trusted");
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS objectid_app; CREATE ROLE objectid_app LOGIN; \
+             ALTER DATABASE t_ext_trusted OWNER TO objectid_app",
+        )
+        .unwrap();
+    drop(admin);
+    let mut app = postgres::Client::connect(
+        &format!("{} dbname=t_ext_trusted user=objectid_app", dsn()),
+        postgres::NoTls,
+    )
+    .unwrap();
+    assert!(!one_bool(
+        &mut app,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+    ));
+    // A temporary type named like ours: in type lookups the session's pg_temp comes before
+    // public, so an install script naming `objectid` unqualified would bind to it.
+    app.batch_execute("CREATE TYPE pg_temp.objectid AS (x int)")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut app,
+            "SELECT count(*) FROM pg_type WHERE oid = 'objectid'::regtype \
+             AND typnamespace = pg_my_temp_schema()"
+        ),
+        1,
+        "the decoy is what an unqualified name finds"
+    );
+    app.batch_execute("CREATE EXTENSION pg_objectid").unwrap();
+    let bound_to_decoy = one_i64(
+        &mut app,
+        "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE n.nspname = 'public' AND (p.prorettype IN \
+             (SELECT oid FROM pg_type WHERE typnamespace = pg_my_temp_schema()) \
+           OR EXISTS (SELECT FROM unnest(p.proargtypes) a JOIN pg_type t ON t.oid = a \
+                      WHERE t.typnamespace = pg_my_temp_schema()))",
+    );
+    assert_eq!(bound_to_decoy, 0);
+    assert_eq!(
+        one_string(
+            &mut app,
+            "SELECT prorettype::regtype::text FROM pg_proc WHERE proname = 'objectid_in'"
+        ),
+        "public.objectid"
+    );
+    app.batch_execute(
+        "DISCARD TEMP; CREATE TABLE t (id objectid PRIMARY KEY); \
+         INSERT INTO t VALUES ('507f1f77bcf86cd799439011')",
+    )
+    .unwrap();
+    assert_eq!(one_i64(&mut app, "SELECT count(*) FROM t"), 1);
+    app.batch_execute("DROP EXTENSION pg_objectid CASCADE")
+        .unwrap();
+}

@@ -1,0 +1,15 @@
+//! Tests against a real PostgreSQL server with pg_objectid installed: SQL in, rows and errors out.
+//!
+//! `scripts/test.sh` starts a throwaway cluster and sets `PG_OBJECTID_TEST_DSN` (a libpq-style
+//! `key=value` string without `dbname`). Each test makes its own database, so tests run in
+//! parallel without seeing each other's objects.
+
+mod common;
+
+mod aggregates;
+mod binary;
+mod casts;
+mod extension;
+mod indexes;
+mod operators;
+mod text_io;

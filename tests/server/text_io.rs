@@ -1,0 +1,161 @@
+use postgres::error::SqlState;
+
+use crate::common::*;
+
+#[test]
+fn text_round_trip_is_lowercase() {
+    let mut c = fresh_db("t_text_round_trip");
+    assert_eq!(
+        one_string(&mut c, "SELECT '507f1f77bcf86cd799439011'::objectid::text"),
+        "507f1f77bcf86cd799439011"
+    );
+    assert_eq!(
+        one_string(&mut c, "SELECT '507F1F77BCF86CD799439011'::objectid::text"),
+        "507f1f77bcf86cd799439011"
+    );
+    assert_eq!(
+        one_string(&mut c, "SELECT 'aBcDeF0123456789AbCdEf01'::objectid::text"),
+        "abcdef0123456789abcdef01"
+    );
+    // Text casts go through the type's I/O functions in both directions.
+    assert_eq!(
+        one_string(
+            &mut c,
+            "SELECT ('FFFFFFFFFFFFFFFFFFFFFFFF'::text::objectid)::varchar"
+        ),
+        "ffffffffffffffffffffffff"
+    );
+    let row = c
+        .query_one(
+            "SELECT NULL::objectid IS NULL, NULL::text::objectid IS NULL",
+            &[],
+        )
+        .unwrap();
+    assert!(row.get::<_, bool>(0) && row.get::<_, bool>(1));
+}
+
+#[test]
+fn bad_text_is_rejected_with_22p02() {
+    let mut c = fresh_db("t_bad_text");
+    let cases = [
+        "",
+        "507f1f77bcf86cd79943901",
+        "507f1f77bcf86cd7994390111",
+        "507f1f77bcf86cd79943901g",
+        " 507f1f77bcf86cd799439011",
+        "507f1f77bcf86cd799439011 ",
+        "507f1f77 cf86cd799439011",
+        "0x507f1f77bcf86cd7994390",
+        "507f1f77-bcf8-6cd7-9943-9011",
+        "+07f1f77bcf86cd799439011",
+        "507f1f77bcf86cd79943901é",
+        "zzzzzzzzzzzzzzzzzzzzzzzz",
+    ];
+    for input in cases {
+        let msg = expect_error(
+            &mut c,
+            &format!("SELECT '{input}'::objectid"),
+            &SqlState::INVALID_TEXT_REPRESENTATION,
+        );
+        assert_eq!(
+            msg,
+            format!("invalid input syntax for type objectid: \"{input}\""),
+            "for {input:?}"
+        );
+    }
+    // Through a text value at run time too, not just a literal.
+    expect_error(
+        &mut c,
+        "SELECT ('507f1f77bcf86cd7' || 'xyz')::objectid",
+        &SqlState::INVALID_TEXT_REPRESENTATION,
+    );
+}
+
+#[test]
+fn error_detail_says_what_is_wrong() {
+    let mut c = fresh_db("t_error_detail");
+    let err = c.batch_execute("SELECT 'abc'::objectid").unwrap_err();
+    let db = err.as_db_error().unwrap();
+    assert_eq!(
+        db.detail(),
+        Some("An objectid has 24 hexadecimal digits; this input has 3 bytes.")
+    );
+    let err = c
+        .batch_execute("SELECT '507f1f77bcf86cd79943901g'::objectid")
+        .unwrap_err();
+    assert_eq!(
+        err.as_db_error().unwrap().detail(),
+        Some("Byte 24 is not a hexadecimal digit.")
+    );
+}
+
+#[test]
+fn embedded_nul_never_truncates() {
+    let mut c = fresh_db("t_embedded_nul");
+    // A NUL cannot reach the input function: the server refuses it in text, whether written in a
+    // literal, built with chr(), or sent as a parameter. What must never happen is that the part
+    // before the NUL is silently accepted as an objectid.
+    expect_error(
+        &mut c,
+        "SELECT E'507f1f77bcf86cd799439011\\000abc'::objectid",
+        &SqlState::CHARACTER_NOT_IN_REPERTOIRE,
+    );
+    expect_error(
+        &mut c,
+        "SELECT ('507f1f77bcf86cd799439011' || chr(0))::objectid",
+        &SqlState::PROGRAM_LIMIT_EXCEEDED,
+    );
+    let err = c
+        .query_one(
+            "SELECT $1::text::objectid",
+            &[&"507f1f77bcf86cd799439011\0abc"],
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.as_db_error().map(|d| d.code()),
+        Some(&SqlState::CHARACTER_NOT_IN_REPERTOIRE)
+    );
+}
+
+#[test]
+fn fixed_length_of_twelve_bytes() {
+    let mut c = fresh_db("t_fixed_length");
+    let row = c
+        .query_one(
+            "SELECT typlen, typbyval, typalign::text, typstorage::text, typcategory::text \
+             FROM pg_type WHERE oid = 'objectid'::regtype",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i16>(0), 12);
+    assert!(!row.get::<_, bool>(1));
+    assert_eq!(row.get::<_, String>(2), "c");
+    assert_eq!(row.get::<_, String>(3), "p");
+    assert_eq!(row.get::<_, String>(4), "U");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT pg_column_size('507f1f77bcf86cd799439011'::objectid)::int8"
+        ),
+        12
+    );
+    c.batch_execute(&format!(
+        "CREATE TABLE t AS {}; CREATE TABLE u (flag bool, id objectid)",
+        sample_ids_sql(100)
+    ))
+    .unwrap();
+    c.batch_execute("INSERT INTO u SELECT true, id FROM t")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM t WHERE pg_column_size(id) <> 12"
+        ),
+        0
+    );
+    // Byte alignment: a bool followed by an objectid takes 13 bytes, no padding.
+    assert_eq!(
+        one_i64(&mut c, "SELECT max(pg_column_size(u.*))::int8 - 24 FROM u"),
+        13
+    );
+}
