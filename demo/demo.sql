@@ -45,7 +45,9 @@ RESET enable_seqscan;
 \echo '== Bad input is an error that quotes it (SQLSTATE 22P02)'
 \set ON_ERROR_STOP 0
 SELECT 'not-an-objectid'::objectid;
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
 SELECT '507f1f77bcf86cd79943901'::objectid;
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
 \set ON_ERROR_STOP 1
 
 DROP TABLE events;
