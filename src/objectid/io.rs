@@ -9,32 +9,73 @@ use pgrx::prelude::*;
 
 use crate::core::objectid::{ObjectId, ParseError, HEX_LEN, LEN};
 
+/// Returns NULL only after reporting bad input softly (see `report_softly`).
 #[pg_extern(sql = false)]
-fn objectid_in(input: &CStr) -> ObjectId {
-    match ObjectId::parse_hex(input.to_bytes()) {
-        Ok(id) => id,
-        Err(err) => {
-            let detail = match err {
-                ParseError::Length(n) => {
-                    format!(
-                        "An objectid has {HEX_LEN} hexadecimal digits; this input has {n} bytes."
-                    )
-                }
-                ParseError::Digit(at) => {
-                    format!("Byte {} is not a hexadecimal digit.", at + 1)
-                }
-            };
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
-                format!(
-                    "invalid input syntax for type objectid: \"{}\"",
-                    input.to_string_lossy()
-                ),
-                detail
+fn objectid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<ObjectId> {
+    let err = match ObjectId::parse_hex(input.to_bytes()) {
+        Ok(id) => return Some(id),
+        Err(err) => err,
+    };
+    let message = format!(
+        "invalid input syntax for type objectid: \"{}\"",
+        input.to_string_lossy()
+    );
+    let detail = match err {
+        ParseError::Length(n) => {
+            format!("An objectid has {HEX_LEN} hexadecimal digits; this input has {n} bytes.")
+        }
+        ParseError::Digit(at) => format!("Byte {} is not a hexadecimal digit.", at + 1),
+    };
+    let code = PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION;
+    if !report_softly(fcinfo, code, &message, &detail) {
+        ereport!(ERROR, code, message, detail);
+    }
+    None
+}
+
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+extern "C-unwind" {
+    // Exported by the server; missing from pgrx's bindings.
+    fn errcode(sqlerrcode: core::ffi::c_int) -> core::ffi::c_int;
+}
+
+/// From PostgreSQL 16 on, a caller such as `pg_input_is_valid()` or `COPY ... (ON_ERROR
+/// ignore)` may pass an ErrorSaveContext and expect bad input to be recorded there rather than
+/// thrown. Returns whether the error was recorded so.
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+fn report_softly(
+    fcinfo: pg_sys::FunctionCallInfo,
+    code: PgSqlErrorCode,
+    message: &str,
+    detail: &str,
+) -> bool {
+    // SAFETY: fcinfo is the live call frame; its context, when set, is a Node.
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_ErrorSaveContext {
+            return false;
+        }
+        // errsave_start says whether the caller wants the details or only the fact.
+        if pg_sys::errsave_start(context, core::ptr::null()) {
+            let message = CString::new(message).unwrap_or_default();
+            let detail = CString::new(detail).unwrap_or_default();
+            errcode(code as core::ffi::c_int);
+            pg_sys::errmsg_internal(c"%s".as_ptr(), message.as_ptr());
+            pg_sys::errdetail_internal(c"%s".as_ptr(), detail.as_ptr());
+            pg_sys::errsave_finish(
+                context,
+                c"src/objectid/io.rs".as_ptr(),
+                line!() as core::ffi::c_int,
+                c"objectid_in".as_ptr(),
             );
         }
     }
+    true
+}
+
+#[cfg(not(any(feature = "pg16", feature = "pg17", feature = "pg18")))]
+fn report_softly(_: pg_sys::FunctionCallInfo, _: PgSqlErrorCode, _: &str, _: &str) -> bool {
+    false
 }
 
 #[pg_extern(sql = false)]

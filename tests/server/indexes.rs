@@ -239,7 +239,8 @@ fn brin_operator_classes() {
     let expected_point = rows_text(&mut c, point);
     assert_eq!(expected_point, vec!["0000000000000000000186a0".to_string()]);
 
-    for (opclass, queries) in [
+    let server_version = one_i64(&mut c, "SELECT current_setting('server_version_num')::int8");
+    let mut opclasses = vec![
         ("", vec![range, point]),
         ("objectid_minmax_ops", vec![range, point]),
         ("objectid_minmax_multi_ops", vec![range, point]),
@@ -249,7 +250,19 @@ fn brin_operator_classes() {
             "objectid_bloom_ops(n_distinct_per_range = -1, false_positive_rate = 0.01)",
             vec![point],
         ),
-    ] {
+    ];
+    if server_version < 140000 {
+        // minmax-multi and bloom arrived in PostgreSQL 14; on 13 the extension leaves them out.
+        opclasses.truncate(2);
+        for missing in ["objectid_minmax_multi_ops", "objectid_bloom_ops"] {
+            expect_error(
+                &mut c,
+                &format!("CREATE INDEX ON t USING brin (id {missing})"),
+                &postgres::error::SqlState::UNDEFINED_OBJECT,
+            );
+        }
+    }
+    for (opclass, queries) in opclasses {
         c.batch_execute(&format!(
             "DROP INDEX IF EXISTS t_brin; CREATE INDEX t_brin ON t USING brin (id {opclass}) WITH (pages_per_range = 16); \
              SET enable_seqscan = off"

@@ -159,3 +159,88 @@ fn fixed_length_of_twelve_bytes() {
         13
     );
 }
+
+fn server_version(c: &mut postgres::Client) -> i64 {
+    one_i64(c, "SELECT current_setting('server_version_num')::int8")
+}
+
+/// PostgreSQL 16 lets callers ask an input function to report bad input without throwing.
+#[test]
+fn soft_input_errors() {
+    let mut c = fresh_db("t_text_soft_errors");
+    if server_version(&mut c) < 160000 {
+        // pg_input_is_valid() does not exist before 16; the hard error is tested above.
+        expect_error(
+            &mut c,
+            "SELECT pg_input_is_valid('x', 'objectid')",
+            &SqlState::UNDEFINED_FUNCTION,
+        );
+        return;
+    }
+    let row = c
+        .query_one(
+            "SELECT pg_input_is_valid('507f1f77bcf86cd799439011', 'objectid'), \
+                    pg_input_is_valid('507f1f77bcf86cd79943901', 'objectid'), \
+                    pg_input_is_valid('', 'objectid')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, bool>(0),
+            row.get::<_, bool>(1),
+            row.get::<_, bool>(2)
+        ),
+        (true, false, false)
+    );
+    let row = c
+        .query_one(
+            "SELECT message, detail, sql_error_code FROM pg_input_error_info('xyz', 'objectid')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        row.get::<_, String>(0),
+        "invalid input syntax for type objectid: \"xyz\""
+    );
+    assert_eq!(
+        row.get::<_, String>(1),
+        "An objectid has 24 hexadecimal digits; this input has 3 bytes."
+    );
+    assert_eq!(row.get::<_, String>(2), "22P02");
+    // A domain over the type reports softly too.
+    c.batch_execute("CREATE DOMAIN oid_dom AS objectid")
+        .unwrap();
+    assert!(!one_bool(
+        &mut c,
+        "SELECT pg_input_is_valid('nope', 'oid_dom')"
+    ));
+}
+
+/// PostgreSQL 17's COPY ... (ON_ERROR ignore) skips rows whose objectid does not parse.
+#[test]
+fn copy_on_error_ignore_skips_bad_rows() {
+    let mut c = fresh_db("t_text_copy_on_error");
+    c.batch_execute("CREATE TABLE t (id objectid)").unwrap();
+    let data = "507f1f77bcf86cd799439011\nnot-an-id\nffffffffffffffffffffffff\n";
+    if server_version(&mut c) < 170000 {
+        let mut w = c.copy_in("COPY t FROM STDIN").unwrap();
+        std::io::Write::write_all(&mut w, data.as_bytes()).unwrap();
+        let err = w.finish().unwrap_err();
+        assert_eq!(
+            err.as_db_error().map(|d| d.code()),
+            Some(&SqlState::INVALID_TEXT_REPRESENTATION)
+        );
+        return;
+    }
+    let mut w = c.copy_in("COPY t FROM STDIN (ON_ERROR ignore)").unwrap();
+    std::io::Write::write_all(&mut w, data.as_bytes()).unwrap();
+    assert_eq!(w.finish().unwrap(), 2);
+    assert_eq!(
+        one_string(
+            &mut c,
+            "SELECT string_agg(id::text, ',' ORDER BY id) FROM t"
+        ),
+        "507f1f77bcf86cd799439011,ffffffffffffffffffffffff"
+    );
+}

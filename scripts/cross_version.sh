@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# cross_version.sh OLD NEW (default 15 18): a database using pg_objectid, made on PostgreSQL OLD,
+# must survive the two ways users move to NEW: pg_dump + pg_restore, and pg_upgrade. Rows must
+# compare equal afterwards (a checksum over every column), indexes and views must work, and new
+# rows must insert. Both servers must already have the extension installed (scripts/test.sh does
+# that).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+old=${1:-15}
+new=${2:-18}
+# pg_upgrade fallback source when OLD's own column options stop any pg_upgrade (see below).
+fallback=${3:-17}
+new_cfg=$(pg_config_of "$new")
+new_bin=$("$new_cfg" --bindir)
+base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/cross
+
+clusters=()
+stop_all() {
+    local entry
+    for entry in "${clusters[@]}"; do cluster_stop ${entry}; done
+}
+trap stop_all EXIT
+
+rm -rf "$base"
+mkdir -p "$base"
+[ "$(id -u)" = 0 ] && chown "$RUN_AS" "$base"
+
+# psql_at DIR PORT SQL: the result, unaligned, from database app.
+psql_at() {
+    as_pg_user "$new_bin/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$1" -p "$2" -U postgres -d app -c "$3"
+}
+expect_equal() {
+    [ "$2" = "$3" ] || die "$1: expected '$3', got '$2'"
+    echo "ok: $1"
+}
+
+checksum="SELECT count(*) || ' ' || md5(string_agg(id::text || ',' || coalesce(parent::text, '-') \
+    || ',' || encode(id::bytea, 'hex') || ',' || note, ';' ORDER BY id)) FROM items"
+
+# make_source VERSION DIR PORT [plain]: a cluster with database app; with the extension and its
+# objects unless "plain".
+make_source() {
+    local cfg
+    cfg=$(pg_config_of "$1")
+    cluster_start "$cfg" "$2" "$3"
+    clusters+=("$cfg $2")
+    as_pg_user "$new_bin/createdb" -h "$2" -p "$3" -U postgres app
+    if [ "${4:-}" = plain ]; then
+        psql_at "$2" "$3" "CREATE TABLE items (id int PRIMARY KEY, note text)"
+        return
+    fi
+    psql_at "$2" "$3" "
+        CREATE EXTENSION pg_objectid;
+        CREATE TABLE items (
+            id     objectid PRIMARY KEY,
+            parent objectid REFERENCES items,
+            note   text NOT NULL
+        );
+        INSERT INTO items
+        SELECT (lpad(to_hex(i * 7919), 8, '0') || substr(md5(i::text), 1, 16))::objectid,
+               NULL, 'row ' || i
+        FROM generate_series(1, 20000) AS i;
+        UPDATE items SET parent = (SELECT min(id) FROM items) WHERE note LIKE '%7';
+        CREATE INDEX items_brin ON items USING brin (id);
+        CREATE INDEX items_hash ON items USING hash (parent);
+        CREATE VIEW recent AS SELECT id, note FROM items WHERE id > '000100000000000000000000';
+    "
+}
+
+# check_moved DIR PORT WHAT EXPECTED_CHECKSUM EXPECTED_RECENT: the moved database is whole and works.
+check_moved() {
+    local dir=$1 port=$2 what=$3
+    expect_equal "$what: rows compare equal" "$(psql_at "$dir" "$port" "$checksum")" "$4"
+    expect_equal "$what: the view works" "$(psql_at "$dir" "$port" "SELECT count(*) FROM recent")" "$5"
+    expect_equal "$what: the extension is at its current version" \
+        "$(psql_at "$dir" "$port" "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'")" \
+        "$(psql_at "$dir" "$port" "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_objectid'")"
+    expect_equal "$what: the primary key is used" \
+        "$(psql_at "$dir" "$port" "SET enable_seqscan = off; EXPLAIN (COSTS OFF)
+            SELECT note FROM items WHERE id = '000000000000000000000000'" | head -1)" \
+        "Index Scan using items_pkey on items"
+    expect_equal "$what: the hash index agrees with a scan" \
+        "$(psql_at "$dir" "$port" "SET enable_seqscan = off;
+            SELECT count(*) FROM items WHERE parent = (SELECT min(id) FROM items)")" \
+        "$(psql_at "$dir" "$port" "SET enable_indexscan = off; SET enable_bitmapscan = off;
+            SELECT count(*) FROM items WHERE parent = (SELECT min(id) FROM items)")"
+    psql_at "$dir" "$port" "INSERT INTO items VALUES ('ffffffffffffffffffffffff', NULL, 'new')" >/dev/null
+    expect_equal "$what: new rows insert" \
+        "$(psql_at "$dir" "$port" "SELECT note FROM items WHERE id = 'ffffffffffffffffffffffff'")" "new"
+}
+
+# upgrade FROM_VERSION FROM_DIR TO_DIR TO_PORT: pg_upgrade (the source cluster is stopped first);
+# leaves its output in TO_DIR.log and starts the upgraded cluster on success.
+upgrade() {
+    local from_cfg
+    from_cfg=$(pg_config_of "$1")
+    cluster_stop "$from_cfg" "$2"
+    cluster_init "$new_cfg" "$3" "$4"
+    # pg_upgrade writes its sockets into the working folder and its logs into the new cluster.
+    if (cd "$base" && as_pg_user "$new_bin/pg_upgrade" -U postgres -b "$("$from_cfg" --bindir)" \
+        -B "$new_bin" -d "$2/data" -D "$3/data" -p 55603 -P 55604 --socketdir="$base" \
+        >"$3.log" 2>&1); then
+        cluster_run "$new_cfg" "$3"
+        clusters+=("$new_cfg $3")
+        return 0
+    fi
+    cat "$3"/data/pg_upgrade_output.d/*/log/*.log >>"$3.log" 2>/dev/null || true
+    return 1
+}
+
+log "making a database on PostgreSQL $old"
+make_source "$old" "$base/source" 55600
+before=$(psql_at "$base/source" 55600 "$checksum")
+recent=$(psql_at "$base/source" 55600 "SELECT count(*) FROM recent")
+echo "rows on $old: $before"
+
+log "pg_dump from $old, pg_restore into $new"
+# The dump is taken with OLD's own pg_dump: Debian's 15.20 keeps a private per-column option
+# (pg_attver) that only its own pg_dump knows to leave out; a newer upstream pg_dump copies it
+# into the dump, and NEW then rejects it.
+as_pg_user "$(pg_config_of "$old" | xargs dirname)/pg_dump" -h "$base/source" -p 55600 -U postgres \
+    -Fc -f "$base/app.dump" app
+cluster_start "$new_cfg" "$base/restored" 55601
+clusters+=("$new_cfg $base/restored")
+as_pg_user "$new_bin/createdb" -h "$base/restored" -p 55601 -U postgres app
+as_pg_user "$new_bin/pg_restore" -h "$base/restored" -p 55601 -U postgres -d app --exit-on-error \
+    "$base/app.dump"
+check_moved "$base/restored" 55601 "restored into $new" "$before" "$recent"
+
+log "pg_upgrade from $old to $new"
+if upgrade "$old" "$base/source" "$base/upgraded" 55602; then
+    check_moved "$base/upgraded" 55602 "upgraded from $old" "$before" "$recent"
+elif grep -q 'unrecognized parameter "pg_attver"' "$base/upgraded.log"; then
+    # NEW's pg_dump copies OLD's pg_attver column options into the upgrade script and NEW's
+    # server rejects them. Show that this stops any pg_upgrade from OLD, with or without our
+    # extension, then prove the upgrade path on the newest other version instead.
+    log "pg_upgrade $old -> $new stopped on $old's pg_attver column options; trying without pg_objectid"
+    make_source "$old" "$base/control" 55605 plain
+    if upgrade "$old" "$base/control" "$base/control-upgraded" 55607; then
+        die "pg_upgrade of a database without pg_objectid succeeded, so the failure above is ours"
+    fi
+    grep -q 'unrecognized parameter "pg_attver"' "$base/control-upgraded.log" ||
+        die "pg_upgrade without pg_objectid failed for another reason; see $base/control-upgraded.log"
+    echo "note: pg_upgrade $old -> $new fails the same way without pg_objectid (pg_attver): not ours"
+    log "pg_upgrade from $fallback to $new instead"
+    make_source "$fallback" "$base/source-$fallback" 55606
+    before=$(psql_at "$base/source-$fallback" 55606 "$checksum")
+    recent=$(psql_at "$base/source-$fallback" 55606 "SELECT count(*) FROM recent")
+    upgrade "$fallback" "$base/source-$fallback" "$base/upgraded" 55602 || {
+        cat "$base/upgraded.log" >&2
+        die "pg_upgrade $fallback -> $new failed"
+    }
+    check_moved "$base/upgraded" 55602 "upgraded from $fallback" "$before" "$recent"
+else
+    cat "$base/upgraded.log" >&2
+    die "pg_upgrade $old -> $new failed"
+fi
+log "cross-version checks passed"
