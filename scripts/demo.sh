@@ -12,7 +12,8 @@ dir=${PG_OBJECTID_DEMO_DIR:-/tmp/pg_objectid-demo}
 port=${PG_OBJECTID_DEMO_PORT:-55415}
 trap 'cluster_stop "$PG15_CONFIG" "$dir"' EXIT
 log "starting a throwaway PostgreSQL 15 cluster in $dir (port $port)"
-cluster_start "$PG15_CONFIG" "$dir" "$port"
+# Preloaded, so that gen_objectid() uses one generator for the whole server.
+cluster_start "$PG15_CONFIG" "$dir" "$port" "shared_preload_libraries = 'pg_objectid'"
 
 log "running demo/demo.sql"
 "$("$PG15_CONFIG" --bindir)/psql" -X -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres \

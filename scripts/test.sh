@@ -2,8 +2,8 @@
 # README command 2: set up, then run every test on each selected PostgreSQL major version.
 #   scripts/test.sh           all of 13 14 15 16 17 18
 #   scripts/test.sh 15        a subset (or PG_OBJECTID_VERSIONS="15 18")
-# Per version: the server suite (tests/server) against a throwaway cluster, then the in-process
-# pgrx tests (pgrx-tests/). Before them the core's unit tests; after them, when 15, 17 and 18
+# Per version: the server suite (tests/server) against a throwaway cluster, its generator tests
+# again with the library preloaded, then the in-process pgrx tests (pgrx-tests/). Before them the core's unit tests; after them, when 15, 17 and 18
 # are selected, the dump/restore and pg_upgrade checks (scripts/cross_version.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -40,6 +40,12 @@ for v in "${versions[@]}"; do
     running=("$pg_config $dir")
     server=passed
     PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server || server=FAILED
+    cluster_stop "$pg_config" "$dir"
+
+    # The generator again, with the library preloaded: server mode from the main shared memory.
+    log "generator tests on PostgreSQL $v with shared_preload_libraries = 'pg_objectid'"
+    cluster_start "$pg_config" "$dir" "$port" "shared_preload_libraries = 'pg_objectid'"
+    PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server generate:: || server=FAILED
     cluster_stop "$pg_config" "$dir"
     running=()
 

@@ -7,8 +7,15 @@
 
 pub mod core;
 mod objectid;
+mod planner;
 
 ::pgrx::pg_module_magic!(name, version);
+
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    objectid::generate::init();
+    planner::init();
+}
 
 #[cfg(feature = "pg_test")]
 #[path = "../pgrx-tests/mod.rs"]

@@ -1,4 +1,8 @@
-//! The pure Rust core: identifier layouts, parsing and formatting, with no PostgreSQL in it, so
-//! that plain `cargo test` covers it in seconds.
+//! The pure Rust core: identifier layouts, parsing and formatting, generators, the clock and the
+//! random source, with no PostgreSQL in it, so that plain `cargo test` covers it in seconds.
 
+pub mod clock;
+pub mod generator;
 pub mod objectid;
+pub mod random;
+pub mod time;

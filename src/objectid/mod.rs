@@ -19,8 +19,10 @@ use crate::core::objectid::{ObjectId, LEN};
 mod brin;
 mod cast;
 mod compare;
+pub(crate) mod generate;
 mod hash;
 mod io;
+mod time;
 
 #[cfg(feature = "pg_test")]
 pub(crate) use compare::objectid_fastcmp;
@@ -106,6 +108,16 @@ mod install {
     extension_sql_file!(
         "../../sql/objectid_casts.sql",
         name = "objectid_casts",
+        requires = ["objectid_type"]
+    );
+    extension_sql_file!(
+        "../../sql/objectid_time.sql",
+        name = "objectid_time",
+        requires = ["objectid_type"]
+    );
+    extension_sql_file!(
+        "../../sql/objectid_generate.sql",
+        name = "objectid_generate",
         requires = ["objectid_type"]
     );
 }

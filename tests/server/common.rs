@@ -17,7 +17,7 @@ pub fn connect_to(dbname: &str) -> Client {
 pub fn fresh_database(name: &str) -> Client {
     let mut admin = connect_to("postgres");
     admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         .unwrap();
     admin
         .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0"))

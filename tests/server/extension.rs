@@ -6,18 +6,23 @@ use crate::common::*;
 /// (name, volatility, strict, parallel, leakproof, security definer).
 const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("bytea", "i", true, "s", true),
+    ("gen_objectid", "v", true, "s", false),
+    ("gen_objectid_at", "v", true, "s", false),
     ("max", "i", false, "s", false),
     ("min", "i", false, "s", false),
     ("objectid", "i", true, "s", false),
     ("objectid_cmp", "i", true, "s", true),
     ("objectid_eq", "i", true, "s", true),
+    ("objectid_from_time", "i", true, "s", false),
     ("objectid_ge", "i", true, "s", true),
+    ("objectid_generator_mode", "s", true, "s", false),
     ("objectid_gt", "i", true, "s", true),
     ("objectid_hash", "i", true, "s", true),
     ("objectid_hash_extended", "i", true, "s", true),
     ("objectid_in", "i", true, "s", false),
     ("objectid_larger", "i", true, "s", true),
     ("objectid_le", "i", true, "s", true),
+    ("objectid_lower_bound", "i", true, "s", true),
     ("objectid_lt", "i", true, "s", true),
     ("objectid_minmax_multi_distance", "i", true, "s", false),
     ("objectid_ne", "i", true, "s", true),
@@ -26,6 +31,9 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_send", "i", true, "s", false),
     ("objectid_smaller", "i", true, "s", true),
     ("objectid_sortsupport", "i", true, "s", false),
+    ("objectid_timestamp", "i", true, "s", true),
+    ("objectid_timestamp_support", "i", true, "s", false),
+    ("objectid_upper_bound", "i", true, "s", true),
 ];
 
 #[test]
@@ -161,7 +169,7 @@ fn create_and_drop_leave_nothing_behind() {
     let mut c = fresh_database("t_ext_drop");
     let count_objects =
         "SELECT (SELECT count(*) FROM pg_type WHERE typname IN ('objectid', '_objectid')) \
-         + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'objectid%' \
+         + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'objectid%' OR proname LIKE 'gen_objectid%' \
               OR (proname IN ('min', 'max', 'bytea') AND pronamespace = 'public'::regnamespace)) \
          + (SELECT count(*) FROM pg_opclass WHERE opcname LIKE 'objectid%') \
          + (SELECT count(*) FROM pg_opfamily WHERE opfname LIKE 'objectid%') \

@@ -10,6 +10,8 @@ mod aggregates;
 mod binary;
 mod casts;
 mod extension;
+mod generate;
 mod indexes;
 mod operators;
 mod text_io;
+mod time;

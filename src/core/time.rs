@@ -1,0 +1,136 @@
+//! Between ObjectId's Unix seconds and PostgreSQL's timestamps (microseconds since
+//! 2000-01-01 00:00:00 UTC, with i64::MIN and i64::MAX standing for -infinity and infinity).
+
+use crate::core::objectid::ObjectId;
+
+const MICROS_PER_SECOND: i64 = 1_000_000;
+/// Seconds from 1970-01-01 to 2000-01-01.
+const PG_EPOCH_UNIX_SECONDS: i64 = 946_684_800;
+
+/// A time an ObjectId cannot carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRange {
+    BeforeEpoch,
+    After2106,
+    NegativeInfinity,
+    Infinity,
+}
+
+/// The whole Unix second a PostgreSQL timestamp falls in (fractions are dropped, towards the
+/// past), if an ObjectId can carry it: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC.
+pub fn seconds_from_pg(micros: i64) -> Result<u32, OutOfRange> {
+    match micros {
+        i64::MIN => return Err(OutOfRange::NegativeInfinity),
+        i64::MAX => return Err(OutOfRange::Infinity),
+        _ => {}
+    }
+    let unix = micros.div_euclid(MICROS_PER_SECOND) + PG_EPOCH_UNIX_SECONDS;
+    if unix < 0 {
+        Err(OutOfRange::BeforeEpoch)
+    } else {
+        u32::try_from(unix).map_err(|_| OutOfRange::After2106)
+    }
+}
+
+/// The PostgreSQL timestamp of a Unix second.
+pub fn pg_from_seconds(seconds: u32) -> i64 {
+    (i64::from(seconds) - PG_EPOCH_UNIX_SECONDS) * MICROS_PER_SECOND
+}
+
+/// The smallest ObjectId of the second `micros` falls in: the other 8 bytes zero.
+pub fn first_of_second(micros: i64) -> Result<ObjectId, OutOfRange> {
+    seconds_from_pg(micros).map(|s| ObjectId::from_parts(s, [0; 5], 0))
+}
+
+/// Index bounds for `objectid_timestamp(id) <op> t`, which never fail. Every id whose
+/// timestamp is at or after `t` (or after it) is at least `lower_bound(t)`; every id whose
+/// timestamp is at or before `t` (or before it) is at most `upper_bound(t)`. Times outside the
+/// ObjectId range clamp to the smallest or largest id, which keeps both statements true.
+pub fn lower_bound(micros: i64) -> ObjectId {
+    match seconds_from_pg(micros) {
+        Ok(s) => ObjectId::from_parts(s, [0; 5], 0),
+        Err(OutOfRange::BeforeEpoch | OutOfRange::NegativeInfinity) => ObjectId::MIN,
+        Err(OutOfRange::After2106 | OutOfRange::Infinity) => ObjectId::MAX,
+    }
+}
+
+pub fn upper_bound(micros: i64) -> ObjectId {
+    match seconds_from_pg(micros) {
+        Ok(s) => ObjectId::from_parts(s, [0xff; 5], 0x00ff_ffff),
+        Err(OutOfRange::BeforeEpoch | OutOfRange::NegativeInfinity) => ObjectId::MIN,
+        Err(OutOfRange::After2106 | OutOfRange::Infinity) => ObjectId::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// PostgreSQL microseconds of a Unix time.
+    fn pg(unix_seconds: i64, micros: i64) -> i64 {
+        (unix_seconds - PG_EPOCH_UNIX_SECONDS) * MICROS_PER_SECOND + micros
+    }
+
+    #[test]
+    fn the_four_documented_timestamps() {
+        // 1970-01-01 00:00:00, 2038-01-19 03:14:07, 2038-01-19 03:14:08, 2106-02-07 06:28:15
+        for (secs, unix) in [
+            (0u32, 0i64),
+            (0x7fff_ffff, 2_147_483_647),
+            (0x8000_0000, 2_147_483_648),
+            (0xffff_ffff, 4_294_967_295),
+        ] {
+            assert_eq!(pg_from_seconds(secs), pg(unix, 0));
+            assert_eq!(seconds_from_pg(pg(unix, 0)), Ok(secs));
+        }
+        assert_eq!(
+            pg_from_seconds(946_684_800),
+            0,
+            "2000-01-01 is PostgreSQL's zero"
+        );
+    }
+
+    #[test]
+    fn fractions_are_dropped() {
+        assert_eq!(seconds_from_pg(pg(100, 999_999)), Ok(100));
+        // Before 2000 PostgreSQL's value is negative: still towards the past.
+        assert_eq!(seconds_from_pg(pg(946_684_799, 500_000)), Ok(946_684_799));
+        assert_eq!(seconds_from_pg(pg(0, 1)), Ok(0));
+    }
+
+    #[test]
+    fn out_of_range() {
+        assert_eq!(
+            seconds_from_pg(pg(-1, 999_999)),
+            Err(OutOfRange::BeforeEpoch)
+        );
+        assert_eq!(
+            seconds_from_pg(pg(4_294_967_296, 0)),
+            Err(OutOfRange::After2106)
+        );
+        assert_eq!(seconds_from_pg(pg(4_294_967_295, 999_999)), Ok(u32::MAX));
+        assert_eq!(seconds_from_pg(i64::MIN), Err(OutOfRange::NegativeInfinity));
+        assert_eq!(seconds_from_pg(i64::MAX), Err(OutOfRange::Infinity));
+        // The extremes of the finite timestamp range do not overflow.
+        assert_eq!(seconds_from_pg(i64::MIN + 1), Err(OutOfRange::BeforeEpoch));
+        assert_eq!(seconds_from_pg(i64::MAX - 1), Err(OutOfRange::After2106));
+    }
+
+    #[test]
+    fn first_of_second_zeroes_the_rest() {
+        let id = first_of_second(pg(1_350_508_407, 123)).unwrap();
+        assert_eq!(id.to_string(), "507f1f770000000000000000");
+    }
+
+    #[test]
+    fn bounds_bracket_every_id_of_the_second() {
+        let t = pg(1_350_508_407, 250_000);
+        assert_eq!(lower_bound(t).to_string(), "507f1f770000000000000000");
+        assert_eq!(upper_bound(t).to_string(), "507f1f77ffffffffffffffff");
+        assert_eq!(lower_bound(i64::MIN), ObjectId::MIN);
+        assert_eq!(upper_bound(i64::MIN), ObjectId::MIN);
+        assert_eq!(lower_bound(pg(-5, 0)), ObjectId::MIN);
+        assert_eq!(lower_bound(i64::MAX), ObjectId::MAX);
+        assert_eq!(upper_bound(pg(5_000_000_000, 0)), ObjectId::MAX);
+    }
+}

@@ -1,0 +1,325 @@
+//! Index scans for `objectid_timestamp(id) <op> t`.
+//!
+//! A btree index on `id` orders rows by creation second, so a condition on
+//! `objectid_timestamp(id)` is also a range of ids: `>=`/`>` t needs `id >= objectid_lower_bound(t)`,
+//! `<=`/`<` t needs `id <= objectid_upper_bound(t)`, `=` both. The range is lossy (it covers
+//! whole seconds), so the original condition stays as a recheck.
+//!
+//! PostgreSQL asks a function's planner support function for index conditions
+//! (SupportRequestIndexCondition) only when the call is the whole condition or the operator's own
+//! function. In `objectid_timestamp(id) >= t` the operator is timestamptz's `>=`, so our function is
+//! never asked. The same index path is therefore offered from a `set_rel_pathlist_hook`, with the
+//! same `IndexClause` a support function would have returned; the planner then costs it against
+//! the other paths as usual. `objectid_timestamp`'s support function (`objectid_timestamp_support`)
+//! makes sure this library, and so the hook, is loaded before such a query is planned.
+
+use core::ffi::{c_char, c_void, CStr};
+use core::ptr;
+
+use pgrx::datum::Internal;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+static mut PREV_SET_REL_PATHLIST_HOOK: pg_sys::set_rel_pathlist_hook_type = None;
+
+pub(crate) fn init() {
+    // SAFETY: called once from _PG_init; chaining the hook is the documented protocol.
+    unsafe {
+        PREV_SET_REL_PATHLIST_HOOK = pg_sys::set_rel_pathlist_hook;
+        pg_sys::set_rel_pathlist_hook = Some(set_rel_pathlist);
+    }
+}
+
+/// Answers no request (a null pointer, not SQL NULL, which the planner would reject): being
+/// called is its job, since that loads this library, and so installs the hook above, while the
+/// planner simplifies the query and before it builds paths.
+#[pg_extern(sql = false)]
+fn objectid_timestamp_support(_request: Internal) -> Internal {
+    Internal::from(Some(pg_sys::Datum::from(0usize)))
+}
+
+/// `objectid_timestamp(column) <strategy> other` found in a relation's restrictions.
+struct TimeCondition {
+    rinfo: *mut pg_sys::RestrictInfo,
+    column: *mut pg_sys::Var,
+    /// btree strategy with the call on the left (1 <, 2 <=, 3 =, 4 >=, 5 >).
+    strategy: u16,
+    other: *mut pg_sys::Expr,
+    /// The bound functions, from the schema objectid_timestamp lives in.
+    lower_bound: pg_sys::Oid,
+    upper_bound: pg_sys::Oid,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn set_rel_pathlist(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    unsafe {
+        if let Some(prev) = PREV_SET_REL_PATHLIST_HOOK {
+            pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev(root, rel, rti, rte));
+        }
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+            || (*rel).indexlist.is_null()
+            || (*rel).baserestrictinfo.is_null()
+            || !matches!(
+                (*rel).reloptkind,
+                pg_sys::RelOptKind::RELOPT_BASEREL | pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL
+            )
+        {
+            return;
+        }
+        let conditions: Vec<TimeCondition> = list_ptrs((*rel).baserestrictinfo)
+            .filter_map(|r| time_condition(r.cast(), (*rel).relid))
+            .collect();
+        if conditions.is_empty() {
+            return;
+        }
+        for index in list_ptrs((*rel).indexlist).map(|p| p.cast::<pg_sys::IndexOptInfo>()) {
+            add_index_path(root, rel, index, &conditions);
+        }
+    }
+}
+
+/// Recognises `objectid_timestamp(col) op t` or `t op objectid_timestamp(col)`, where `t` is a
+/// timestamptz expression without columns or volatile functions (so it can bound a scan).
+unsafe fn time_condition(
+    rinfo: *mut pg_sys::RestrictInfo,
+    relid: pg_sys::Index,
+) -> Option<TimeCondition> {
+    unsafe {
+        let clause = (*rinfo).clause.cast::<pg_sys::Node>();
+        if (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let op = clause.cast::<pg_sys::OpExpr>();
+        let args: Vec<*mut c_void> = list_ptrs((*op).args).collect();
+        let [left, right] = args[..] else { return None };
+        let (call, other, commuted) = if let Some(f) = objectid_timestamp_call(left.cast()) {
+            (f, right, false)
+        } else if let Some(f) = objectid_timestamp_call(right.cast()) {
+            (f, left, true)
+        } else {
+            return None;
+        };
+        let other = other.cast::<pg_sys::Node>();
+        if pg_sys::exprType(other) != pg_sys::TIMESTAMPTZOID
+            || pg_sys::contain_var_clause(other)
+            || pg_sys::contain_volatile_functions(other)
+        {
+            return None;
+        }
+        let column = pg_sys::list_nth((*call).args, 0).cast::<pg_sys::Var>();
+        if (*column.cast::<pg_sys::Node>()).type_ != pg_sys::NodeTag::T_Var
+            || (*column).varno as pg_sys::Index != relid
+            || (*column).varlevelsup != 0
+        {
+            return None;
+        }
+        let family = pg_sys::get_opclass_family(pg_sys::TIMESTAMPTZ_BTREE_OPS_OID);
+        let strategy = u16::try_from(pg_sys::get_op_opfamily_strategy((*op).opno, family)).ok()?;
+        if !(1..=5).contains(&strategy) {
+            return None;
+        }
+        let strategy = if commuted { 6 - strategy } else { strategy };
+        let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace((*call).funcid));
+        Some(TimeCondition {
+            rinfo,
+            column,
+            strategy,
+            other: other.cast(),
+            lower_bound: lookup_bound(schema, c"objectid_lower_bound")?,
+            upper_bound: lookup_bound(schema, c"objectid_upper_bound")?,
+        })
+    }
+}
+
+/// The call if `node` is `objectid_timestamp(...)` of this extension.
+unsafe fn objectid_timestamp_call(node: *mut pg_sys::Node) -> Option<*mut pg_sys::FuncExpr> {
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return None;
+        }
+        let call = node.cast::<pg_sys::FuncExpr>();
+        let name = pg_sys::get_func_name((*call).funcid);
+        if name.is_null() || CStr::from_ptr(name) != c"objectid_timestamp" {
+            return None;
+        }
+        let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
+        let owner = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*call).funcid);
+        (extension != pg_sys::InvalidOid && owner == extension).then_some(call)
+    }
+}
+
+unsafe fn lookup_bound(schema: *mut c_char, name: &CStr) -> Option<pg_sys::Oid> {
+    unsafe {
+        let mut qualified = pg_sys::lappend(ptr::null_mut(), pg_sys::makeString(schema).cast());
+        qualified = pg_sys::lappend(
+            qualified,
+            pg_sys::makeString(name.as_ptr().cast_mut()).cast(),
+        );
+        let argtypes = [pg_sys::TIMESTAMPTZOID];
+        let oid = pg_sys::LookupFuncName(qualified, 1, argtypes.as_ptr(), true);
+        (oid != pg_sys::InvalidOid).then_some(oid)
+    }
+}
+
+/// Offers a scan of `index` bounded by every condition on its first column, if it is a btree
+/// over objectid.
+unsafe fn add_index_path(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    index: *mut pg_sys::IndexOptInfo,
+    conditions: &[TimeCondition],
+) {
+    unsafe {
+        if (*index).relam != pg_sys::BTREE_AM_OID || (*index).ncolumns < 1 {
+            return;
+        }
+        let key = *(*index).indexkeys;
+        let family = *(*index).opfamily;
+        let keytype = *(*index).opcintype;
+        let mut clauses: *mut pg_sys::List = ptr::null_mut();
+        for c in conditions
+            .iter()
+            .filter(|c| i32::from((*c.column).varattno) == key && (*c.column).vartype == keytype)
+        {
+            let member = |strategy: u32| {
+                pg_sys::get_opfamily_member(family, keytype, keytype, strategy as i16)
+            };
+            let (ge, le) = (
+                member(pg_sys::BTGreaterEqualStrategyNumber),
+                member(pg_sys::BTLessEqualStrategyNumber),
+            );
+            if ge == pg_sys::InvalidOid || le == pg_sys::InvalidOid {
+                return;
+            }
+            let mut quals: *mut pg_sys::List = ptr::null_mut();
+            if c.strategy >= 3 {
+                quals = pg_sys::lappend(
+                    quals,
+                    bound_qual(root, c, ge, c.lower_bound, keytype).cast(),
+                );
+            }
+            if c.strategy <= 3 {
+                quals = pg_sys::lappend(
+                    quals,
+                    bound_qual(root, c, le, c.upper_bound, keytype).cast(),
+                );
+            }
+            let clause = pg_sys::palloc0(core::mem::size_of::<pg_sys::IndexClause>())
+                .cast::<pg_sys::IndexClause>();
+            (*clause).type_ = pg_sys::NodeTag::T_IndexClause;
+            (*clause).rinfo = c.rinfo;
+            (*clause).indexquals = quals;
+            // Whole seconds: the original condition is rechecked on each row.
+            (*clause).lossy = true;
+            (*clause).indexcol = 0;
+            clauses = pg_sys::lappend(clauses, clause.cast());
+        }
+        if clauses.is_null() {
+            return;
+        }
+        let direction = pg_sys::ScanDirection::ForwardScanDirection;
+        let pathkeys = pg_sys::truncate_useless_pathkeys(
+            root,
+            rel,
+            pg_sys::build_index_pathkeys(root, index, direction),
+        );
+        let path = pg_sys::create_index_path(
+            root,
+            index,
+            clauses,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            pathkeys,
+            direction,
+            false,
+            ptr::null_mut(),
+            1.0,
+            false,
+        );
+        pg_sys::add_path(rel, path.cast());
+    }
+}
+
+/// `column <op> bound(other)` as a RestrictInfo for the index.
+unsafe fn bound_qual(
+    root: *mut pg_sys::PlannerInfo,
+    c: &TimeCondition,
+    op: pg_sys::Oid,
+    bound: pg_sys::Oid,
+    keytype: pg_sys::Oid,
+) -> *mut pg_sys::RestrictInfo {
+    unsafe {
+        let arg = pg_sys::copyObjectImpl(c.other.cast());
+        let call = pg_sys::makeFuncExpr(
+            bound,
+            keytype,
+            pg_sys::lappend(ptr::null_mut(), arg),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        );
+        let expr = pg_sys::make_opclause(
+            op,
+            pg_sys::BOOLOID,
+            false,
+            pg_sys::copyObjectImpl(c.column.cast()).cast(),
+            call.cast(),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+        );
+        let level = (*c.rinfo).security_level;
+        #[cfg(feature = "pg13")]
+        let _ = root;
+        #[cfg(feature = "pg13")]
+        return pg_sys::make_restrictinfo(
+            expr,
+            true,
+            false,
+            false,
+            level,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        return pg_sys::make_restrictinfo(
+            root,
+            expr,
+            true,
+            false,
+            false,
+            level,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+        #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+        return pg_sys::make_restrictinfo(
+            root,
+            expr,
+            true,
+            false,
+            false,
+            false,
+            level,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        );
+    }
+}
+
+/// The pointer elements of a PostgreSQL List (NIL is empty).
+unsafe fn list_ptrs(list: *mut pg_sys::List) -> impl Iterator<Item = *mut c_void> {
+    let len = if list.is_null() {
+        0
+    } else {
+        unsafe { (*list).length }
+    };
+    (0..len as usize).map(move |i| unsafe { (*(*list).elements.add(i)).ptr_value })
+}

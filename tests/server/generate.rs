@@ -1,0 +1,301 @@
+//! gen_objectid(), gen_objectid_at() and objectid_generator_mode() in a real server.
+//!
+//! scripts/test.sh runs this module on two clusters per version: one without and one with
+//! `shared_preload_libraries = 'pg_objectid'`. The tests read which one they are on from the
+//! server and expect the mode that goes with it.
+
+use std::thread;
+
+use postgres::error::SqlState;
+use postgres::{Client, SimpleQueryMessage};
+
+use crate::common::*;
+
+fn server_version(c: &mut Client) -> i64 {
+    one_i64(c, "SELECT current_setting('server_version_num')::int8")
+}
+
+fn preloaded(c: &mut Client) -> bool {
+    one_bool(
+        c,
+        "SELECT 'pg_objectid' = ANY (string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))",
+    )
+}
+
+/// Server mode needs the library preloaded, or PostgreSQL 17's DSM registry.
+fn expected_mode(c: &mut Client) -> &'static str {
+    if preloaded(c) || server_version(c) >= 170000 {
+        "server"
+    } else {
+        "backend"
+    }
+}
+
+/// SQL for the fields of an objectid column `id`.
+const FIELDS: &str = "extract(epoch FROM objectid_timestamp(id))::int8 AS secs, \
+     encode(substr(id::bytea, 5, 5), 'hex') AS random, \
+     (get_byte(id::bytea, 9) << 16) + (get_byte(id::bytea, 10) << 8) + get_byte(id::bytea, 11) AS counter";
+
+#[test]
+fn mode_matches_the_server() {
+    let mut c = fresh_db("t_gen_mode");
+    let want = expected_mode(&mut c);
+    assert_eq!(one_string(&mut c, "SELECT objectid_generator_mode()"), want);
+    // The mode holds for the whole session and for new sessions alike.
+    c.batch_execute("SELECT gen_objectid()").unwrap();
+    assert_eq!(one_string(&mut c, "SELECT objectid_generator_mode()"), want);
+    let mut other = connect_to("t_gen_mode");
+    assert_eq!(
+        one_string(&mut other, "SELECT objectid_generator_mode()"),
+        want
+    );
+}
+
+#[test]
+fn layout_and_order_within_a_session() {
+    let mut c = fresh_db("t_gen_layout");
+    let rows = c
+        .query(
+            &format!(
+                "SELECT id::text, {FIELDS}, extract(epoch FROM clock_timestamp())::int8 AS now \
+                 FROM (SELECT gen_objectid() AS id, n FROM generate_series(1, 5000) n) g ORDER BY n"
+            ),
+            &[],
+        )
+        .unwrap();
+    let random: String = rows[0].get("random");
+    let mut previous: Option<String> = None;
+    for r in &rows {
+        let (id, secs, now): (String, i64, i64) = (r.get(0), r.get("secs"), r.get("now"));
+        assert!(
+            (now - 2..=now).contains(&secs),
+            "{id}: {secs} is not the current second {now}"
+        );
+        assert_eq!(
+            r.get::<_, String>("random"),
+            random,
+            "one random value per generator"
+        );
+        if let Some(p) = &previous {
+            assert!(*p < id, "{p} then {id}: not ascending");
+        }
+        previous = Some(id);
+    }
+    if expected_mode(&mut c) == "backend" {
+        // Alone in its generator, a session sees the counter rise by exactly one (mod 2^24).
+        let counters: Vec<i32> = rows.iter().map(|r| r.get("counter")).collect();
+        assert!(counters
+            .windows(2)
+            .all(|w| (w[1] - w[0]).rem_euclid(1 << 24) == 1));
+    }
+}
+
+#[test]
+fn default_for_a_primary_key() {
+    let mut c = fresh_db("t_gen_default");
+    c.batch_execute(
+        "CREATE TABLE items (id objectid PRIMARY KEY DEFAULT gen_objectid(), n int); \
+         INSERT INTO items (n) SELECT generate_series(1, 10000); \
+         INSERT INTO items (n) VALUES (0)",
+    )
+    .unwrap();
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(DISTINCT id) FROM items"),
+        10001
+    );
+    // Later rows got larger keys: they land at the right edge of the index.
+    assert_eq!(
+        one_i64(&mut c, "SELECT n::int8 FROM items ORDER BY id DESC LIMIT 1"),
+        0
+    );
+}
+
+/// One session's share of the concurrency test: its ids in generation order.
+fn generate_in_session(db: &str, session: i32, n: i32) {
+    let mut c = connect_to(db);
+    c.execute(
+        "INSERT INTO gen SELECT $1, g, gen_objectid() FROM generate_series(1, $2) g",
+        &[&session, &n],
+    )
+    .unwrap();
+}
+
+#[test]
+fn eight_sessions_and_a_parallel_query_make_unique_ordered_ids() {
+    const SESSIONS: i32 = 8;
+    const PER_SESSION: i32 = 250_000;
+    let db = "t_gen_concurrent";
+    let mut c = fresh_db(db);
+    c.batch_execute(
+        "CREATE UNLOGGED TABLE gen (session int, seq int, id objectid); \
+         CREATE UNLOGGED TABLE big AS SELECT g FROM generate_series(1, 200000) g; ANALYZE big",
+    )
+    .unwrap();
+    let handles: Vec<_> = (1..=SESSIONS)
+        .map(|s| thread::spawn(move || generate_in_session(db, s, PER_SESSION)))
+        .collect();
+    // Meanwhile, parallel workers generate ids too (session 0).
+    c.batch_execute(
+        "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; \
+         SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; \
+         SET parallel_leader_participation = off",
+    )
+    .unwrap();
+    let plan = c
+        .query(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \
+             SELECT count(*) FROM (SELECT gen_objectid() FROM big) s",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        plan.contains("Workers Launched: 2"),
+        "gen_objectid() must run in parallel workers:\n{plan}"
+    );
+    // INSERT ... SELECT never runs in parallel, so the ids come back to us and go in afterwards.
+    let from_workers: Vec<String> = c
+        .simple_query("SELECT gen_objectid()::text FROM big")
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(from_workers.len(), 200_000);
+    c.execute(
+        "INSERT INTO gen SELECT 0, 0, unnest($1::text[])::objectid",
+        &[&from_workers],
+    )
+    .unwrap();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let total = i64::from(SESSIONS * PER_SESSION) + 200_000;
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM gen"), total);
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(DISTINCT id) FROM gen"),
+        total,
+        "duplicate ids"
+    );
+
+    // Per session, ids rise in generation order. The only allowed exception is the counter
+    // wrapping from 0xFFFFFF to 0 within one second, at most once in 2.2 million ids.
+    let rows = c
+        .query(
+            &format!(
+                "WITH f AS (SELECT session, seq, id, {FIELDS} FROM gen WHERE session > 0), \
+                 s AS (SELECT *, lag(id) OVER w AS prev_id, lag(secs) OVER w AS prev_secs, \
+                              lag(counter) OVER w AS prev_counter \
+                       FROM f WINDOW w AS (PARTITION BY session ORDER BY seq)) \
+                 SELECT session, \
+                        count(*) FILTER (WHERE prev_id >= id AND secs = prev_secs \
+                                           AND counter < prev_counter) AS wraps, \
+                        count(*) FILTER (WHERE prev_id >= id AND NOT (secs = prev_secs \
+                                           AND counter < prev_counter)) AS disorder \
+                 FROM s GROUP BY session ORDER BY session"
+            ),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(rows.len(), SESSIONS as usize);
+    let mut wraps = 0;
+    for r in &rows {
+        let (session, w, bad): (i32, i64, i64) = (r.get(0), r.get(1), r.get(2));
+        assert_eq!(bad, 0, "session {session} has ids out of generation order");
+        assert!(w <= 1, "session {session} saw {w} counter wraps");
+        wraps += w;
+    }
+
+    let randoms = one_i64(
+        &mut c,
+        &format!("SELECT count(DISTINCT random) FROM (SELECT {FIELDS} FROM gen) f"),
+    );
+    if expected_mode(&mut c) == "server" {
+        // One random value and one counter for the whole server: within each second the
+        // ids of all sessions sort by the shared counter, which is generation order.
+        assert_eq!(randoms, 1, "sessions must share the server's random value");
+        // The shared counter wraps at most once in these 2.2 million ids, so every session
+        // that saw a wrap saw the same one.
+        assert!(wraps <= i64::from(SESSIONS));
+    } else {
+        // Each backend and each parallel worker has its own random value. The leader took no
+        // part in the parallel scan, so session 0's ids all come from workers.
+        assert!(
+            randoms > i64::from(SESSIONS),
+            "only {randoms} random values"
+        );
+        c.batch_execute(&format!(
+            "CREATE TEMP TABLE randoms AS SELECT DISTINCT session = 0 AS worker, random \
+             FROM (SELECT session, {FIELDS} FROM gen) f"
+        ))
+        .unwrap();
+        let leader = one_string(
+            &mut c,
+            &format!("SELECT random FROM (SELECT {FIELDS} FROM (SELECT gen_objectid() AS id) g) f"),
+        );
+        assert_eq!(
+            one_i64(
+                &mut c,
+                &format!(
+                    "SELECT count(*) FROM randoms w WHERE worker AND (random = '{leader}' \
+                       OR random IN (SELECT random FROM randoms WHERE NOT worker))"
+                )
+            ),
+            0,
+            "workers must not share a random value with the leader or other sessions"
+        );
+        assert!(one_i64(&mut c, "SELECT count(*) FROM randoms WHERE worker") >= 1);
+    }
+}
+
+#[test]
+fn gen_objectid_at_carries_the_given_time() {
+    let mut c = fresh_db("t_gen_at");
+    let row = c
+        .query_one(
+            &format!(
+                "SELECT count(DISTINCT id), min(secs), max(secs) FROM (SELECT id, {FIELDS} FROM \
+                   (SELECT gen_objectid_at('2012-10-17 21:13:27.999+00') AS id \
+                    FROM generate_series(1, 10000)) g) f"
+            ),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 10000, "unique");
+    assert_eq!(row.get::<_, i64>(1), 1_350_508_407, "fraction dropped");
+    assert_eq!(row.get::<_, i64>(2), 1_350_508_407);
+    // Ids made for other times leave the generator's own clock alone.
+    assert!(one_bool(
+        &mut c,
+        "SELECT gen_objectid_at('2106-02-07 06:28:15+00') > gen_objectid()"
+    ));
+    assert!(one_bool(
+        &mut c,
+        "SELECT objectid_timestamp(gen_objectid()) BETWEEN now() - interval '1 minute' \
+                                                       AND now() + interval '1 minute'"
+    ));
+    for (at, shown) in [
+        (
+            "1969-12-31 23:59:59.999999+00",
+            "1969-12-31 23:59:59.999999+00",
+        ),
+        ("2106-02-07 06:28:16+00", "2106-02-07 06:28:16+00"),
+        ("infinity", "infinity"),
+        ("-infinity", "-infinity"),
+    ] {
+        let msg = expect_error(
+            &mut c,
+            &format!("SET TimeZone = 'UTC'; SELECT gen_objectid_at('{at}')"),
+            &SqlState::DATETIME_FIELD_OVERFLOW,
+        );
+        assert_eq!(
+            msg,
+            format!("timestamp out of range for type objectid: \"{shown}\"")
+        );
+    }
+}
