@@ -6,3 +6,4 @@ pub mod generator;
 pub mod objectid;
 pub mod random;
 pub mod time;
+pub mod uuidv7;
