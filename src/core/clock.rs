@@ -19,3 +19,21 @@ mod tests {
         assert!(super::unix_seconds() > 1_704_067_200);
     }
 }
+
+/// The current Unix time in nanoseconds (0 for a clock before 1970).
+pub fn unix_nanos() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod nanos_tests {
+    #[test]
+    fn nanos_agree_with_seconds() {
+        let s = i64::from(super::unix_seconds());
+        let ns = super::unix_nanos();
+        assert!((ns / 1_000_000_000 - s).abs() <= 1);
+    }
+}

@@ -42,12 +42,18 @@ fn set_version(uuid: &mut Uuid, version: u8) {
     uuid[8] = (uuid[8] & 0x3f) | 0x80;
 }
 
-/// A v7 for `ns` nanoseconds since the Unix epoch (0 ≤ ns, ns / 1e6 ≤ MAX_UNIX_MS), its last 8
-/// bytes from `random` (the variant bits then overwrite two of them).
+/// A v7 for `ns` nanoseconds since the Unix epoch (ns ≥ 0), its last 8 bytes from `random` (the
+/// variant bits then overwrite two of them).
 pub fn v7(ns: i64, random: [u8; 8]) -> Uuid {
-    debug_assert!((0..=MAX_UNIX_MS).contains(&(ns / NS_PER_MS)));
-    let ms = ns / NS_PER_MS;
-    let fraction = ((ns % NS_PER_MS) * (1 << SUBMS_BITS)) / NS_PER_MS;
+    v7_parts(ns / NS_PER_MS, ns % NS_PER_MS, random)
+}
+
+/// A v7 for Unix millisecond `ms` (0 ≤ ms ≤ MAX_UNIX_MS) and `sub_ms_ns` nanoseconds into it.
+/// Times are kept apart like this because 64-bit nanoseconds end in 2262, long before the 48-bit
+/// milliseconds do (year 10889), and a shifted uuidv7 may go that far.
+pub fn v7_parts(ms: i64, sub_ms_ns: i64, random: [u8; 8]) -> Uuid {
+    debug_assert!((0..=MAX_UNIX_MS).contains(&ms) && (0..NS_PER_MS).contains(&sub_ms_ns));
+    let fraction = (sub_ms_ns * (1 << SUBMS_BITS)) / NS_PER_MS;
     let mut u = [0u8; 16];
     u[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
     u[6] = (fraction >> 8) as u8;
@@ -108,18 +114,19 @@ pub fn timestamp_pg_micros(u: &Uuid) -> Option<i64> {
     }
 }
 
-/// Unix nanoseconds of a PostgreSQL timestamp, keeping the sub-microsecond part `sub_us_ns` of
-/// an earlier clock reading; None if the time cannot be generated: before 1970, ±infinity, or
-/// past what 64-bit nanoseconds hold (2262-04-11, well inside the 48-bit milliseconds).
-pub fn unix_ns_from_pg(micros: i64, sub_us_ns: i64) -> Option<i64> {
+/// The Unix millisecond and the nanoseconds into it of a PostgreSQL timestamp, with the
+/// sub-microsecond part `sub_us_ns` of an earlier clock reading carried over; None if a v7
+/// cannot carry the time: before 1970, past the 48-bit milliseconds (year 10889), or ±infinity.
+pub fn ms_from_pg(micros: i64, sub_us_ns: i64) -> Option<(i64, i64)> {
     if micros == i64::MIN || micros == i64::MAX {
         return None;
     }
     let unix_micros = micros.checked_add(PG_EPOCH_UNIX_SECONDS * 1_000_000)?;
-    if unix_micros < 0 {
+    let ms = unix_micros.div_euclid(1000);
+    if !(0..=MAX_UNIX_MS).contains(&ms) {
         return None;
     }
-    unix_micros.checked_mul(1000)?.checked_add(sub_us_ns)
+    Some((ms, unix_micros.rem_euclid(1000) * 1000 + sub_us_ns))
 }
 
 /// PostgreSQL microseconds of Unix nanoseconds (dropping the nanoseconds).
@@ -288,23 +295,23 @@ mod tests {
 
     #[test]
     fn ranges() {
-        assert_eq!(unix_ns_from_pg(i64::MAX, 0), None);
-        assert_eq!(unix_ns_from_pg(i64::MIN, 0), None);
-        assert_eq!(unix_ns_from_pg(-946_684_800_000_001, 0), None, "1969");
+        assert_eq!(ms_from_pg(i64::MAX, 0), None);
+        assert_eq!(ms_from_pg(i64::MIN, 0), None);
+        assert_eq!(ms_from_pg(-946_684_800_000_001, 0), None, "1969");
         assert_eq!(
-            unix_ns_from_pg(-946_684_800_000_000, 7),
-            Some(7),
+            ms_from_pg(-946_684_800_000_000, 7),
+            Some((0, 7)),
             "the epoch"
         );
-        // The last microsecond 64-bit nanoseconds reach: 2262-04-11 23:47:16.854775 UTC.
-        let max_pg = i64::MAX / 1000 - 946_684_800_000_000;
-        assert_eq!(unix_ns_from_pg(max_pg, 0), Some(i64::MAX / 1000 * 1000));
-        assert_eq!(
-            unix_ns_from_pg(max_pg + 1, 0),
-            None,
-            "past 64-bit nanoseconds"
-        );
+        assert_eq!(ms_from_pg(-946_684_799_998_500, 250), Some((1, 500_250)));
+        // The last microsecond of the 48-bit milliseconds, in the year 10889.
+        let max_pg = MAX_UNIX_MS * 1000 + 999 - 946_684_800_000_000;
+        assert_eq!(ms_from_pg(max_pg, 0), Some((MAX_UNIX_MS, 999_000)));
+        assert_eq!(ms_from_pg(max_pg + 1, 0), None, "past 48 bits");
         assert_eq!(pg_micros_from_unix_ns(1_500), 1 - 946_684_800_000_000);
+        // Past 2262, where 64-bit nanoseconds end, v7 values still form.
+        let far = v7_parts(MAX_UNIX_MS, 999_999, [0; 8]);
+        assert_eq!(&far[..6], &[0xff; 6]);
     }
 
     #[test]

@@ -15,3 +15,4 @@ mod indexes;
 mod operators;
 mod text_io;
 mod time;
+mod uuid;

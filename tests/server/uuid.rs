@@ -1,0 +1,275 @@
+//! uuidv7(), uuidv4(), uuid_extract_*() and the v7 time helpers, called schema-qualified so that
+//! on PostgreSQL 17 and 18 the extension's functions are tested, not the built-in ones.
+
+use postgres::error::SqlState;
+use postgres::Client;
+
+use crate::common::*;
+
+fn server_version(c: &mut Client) -> i64 {
+    one_i64(c, "SELECT current_setting('server_version_num')::int8")
+}
+
+#[test]
+fn uuidv7_layout_and_clock() {
+    let mut c = fresh_db("t_uuid_layout");
+    let row = c
+        .query_one(
+            "SELECT count(*) FILTER (WHERE public.uuid_extract_version(u) <> 7), \
+                    count(*) FILTER (WHERE get_byte(uuid_send(u), 8) >> 6 <> 2), \
+                    max(abs(extract(epoch FROM public.uuid_extract_timestamp(u) - t)))::float8 \
+             FROM (SELECT public.uuidv7() AS u, clock_timestamp() AS t FROM generate_series(1, 10000)) s",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 0, "version 7");
+    assert_eq!(row.get::<_, i64>(1), 0, "variant 10");
+    let drift: f64 = row.get(2);
+    assert!(
+        drift < 0.005,
+        "timestamps {drift} s away from clock_timestamp()"
+    );
+}
+
+#[test]
+fn a_million_uuidv7_strictly_increase() {
+    let mut c = fresh_db("t_uuid_million");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM (SELECT u, lag(u) OVER (ORDER BY n) AS p \
+               FROM (SELECT n, public.uuidv7() AS u FROM generate_series(1, 1000000) n) s) t \
+             WHERE p >= u"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(DISTINCT u) FROM (SELECT public.uuidv7() AS u FROM generate_series(1, 1000000)) s"
+        ),
+        1_000_000
+    );
+}
+
+#[test]
+fn shifted_uuidv7() {
+    let mut c = fresh_db("t_uuid_shift");
+    let row = c
+        .query_one(
+            "SELECT extract(epoch FROM now() - interval '1 day' - public.uuid_extract_timestamp(public.uuidv7(interval '-1 day')))::float8, \
+                    public.uuid_extract_timestamp(public.uuidv7(interval '-56 years')) > '1970-01-01', \
+                    public.uuid_extract_timestamp(public.uuidv7(interval '300 years')) > now() + interval '299 years', \
+                    public.uuidv7(NULL::interval) IS NULL",
+            &[],
+        )
+        .unwrap();
+    let off: f64 = row.get(0);
+    assert!(off.abs() < 1.0, "shift off by {off} s");
+    assert!(row.get::<_, bool>(1) && row.get::<_, bool>(2) && row.get::<_, bool>(3));
+    for shift in ["-100 years", "10000 years"] {
+        let err = c
+            .batch_execute(&format!("SELECT public.uuidv7(interval '{shift}')"))
+            .unwrap_err();
+        let db = err.as_db_error().unwrap();
+        assert_eq!(db.code(), &SqlState::DATETIME_FIELD_OVERFLOW, "{shift}");
+        assert_eq!(db.message(), "timestamp out of range for UUID version 7");
+        assert_eq!(
+            db.detail(),
+            Some("UUID version 7 supports timestamps from 1970-01-01 to approximately year 10889.")
+        );
+    }
+    if server_version(&mut c) >= 170000 {
+        for shift in ["infinity", "-infinity"] {
+            let err = c
+                .batch_execute(&format!("SELECT public.uuidv7(interval '{shift}')"))
+                .unwrap_err();
+            let db = err.as_db_error().unwrap();
+            assert_eq!(db.code(), &SqlState::DATETIME_FIELD_OVERFLOW);
+            assert_eq!(db.message(), "interval out of range for UUID version 7");
+            assert_eq!(
+                db.detail(),
+                Some("UUID version 7 does not support infinite intervals.")
+            );
+        }
+    }
+}
+
+#[test]
+fn same_errors_as_postgresql_18() {
+    let mut c = fresh_db("t_uuid_same_errors");
+    if server_version(&mut c) < 180000 {
+        return;
+    }
+    for call in [
+        "uuidv7(interval '-100 years')",
+        "uuidv7(interval '10000 years')",
+        "uuidv7(interval 'infinity')",
+    ] {
+        let ours = c
+            .batch_execute(&format!("SELECT public.{call}"))
+            .unwrap_err();
+        let theirs = c
+            .batch_execute(&format!("SELECT pg_catalog.{call}"))
+            .unwrap_err();
+        let (o, t) = (ours.as_db_error().unwrap(), theirs.as_db_error().unwrap());
+        assert_eq!(
+            (o.code(), o.message(), o.detail()),
+            (t.code(), t.message(), t.detail()),
+            "{call}"
+        );
+    }
+}
+
+#[test]
+fn uuidv4_is_random_version_4() {
+    let mut c = fresh_db("t_uuid_v4");
+    let row = c
+        .query_one(
+            "SELECT count(DISTINCT u), count(*) FILTER (WHERE public.uuid_extract_version(u) = 4), \
+                    count(*) FILTER (WHERE public.uuid_extract_timestamp(u) IS NULL) \
+             FROM (SELECT public.uuidv4() AS u FROM generate_series(1, 100000)) s",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, i64>(0),
+            row.get::<_, i64>(1),
+            row.get::<_, i64>(2)
+        ),
+        (100000, 100000, 100000)
+    );
+}
+
+#[test]
+fn known_vectors() {
+    let mut c = fresh_db("t_uuid_vectors");
+    c.batch_execute("SET TimeZone = 'UTC'").unwrap();
+    for (u, version, ts) in [
+        // RFC 9562's examples.
+        (
+            "c232ab00-9414-11ec-b3c8-9f6bdeced846",
+            Some(1i16),
+            Some("2022-02-22 19:22:22+00"),
+        ),
+        (
+            "017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+            Some(7),
+            Some("2022-02-22 19:22:22+00"),
+        ),
+        ("919108f7-52d1-4320-9bac-f847db4148a8", Some(4), None),
+        ("5df41881-3aed-3515-88a7-2f4a814cf09e", Some(3), None),
+        (
+            "018cc251-f47b-7000-8000-000000000000",
+            Some(7),
+            Some("2024-01-01 00:00:00.123+00"),
+        ),
+        // Not the RFC variant (Microsoft's 110, NCS's 0): no version, no time.
+        ("017f22e2-79b0-7cc3-d8c4-dc0c0c07398f", None, None),
+        ("017f22e2-79b0-7cc3-08c4-dc0c0c07398f", None, None),
+        ("00000000-0000-0000-0000-000000000000", None, None),
+    ] {
+        let row = c
+            .query_one(
+                &format!(
+                    "SELECT public.uuid_extract_version('{u}'), public.uuid_extract_timestamp('{u}')::text"
+                ),
+                &[],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, Option<i16>>(0), version, "{u}");
+        assert_eq!(row.get::<_, Option<String>>(1).as_deref(), ts, "{u}");
+    }
+}
+
+#[test]
+fn time_helpers() {
+    let mut c = fresh_db("t_uuid_time_helpers");
+    c.batch_execute("SET TimeZone = 'UTC'").unwrap();
+    assert_eq!(
+        one_string(
+            &mut c,
+            "SELECT public.uuidv7_from_time('2024-01-01 00:00:00.123456+00')::text"
+        ),
+        "018cc251-f47b-7000-8000-000000000000"
+    );
+    let row = c
+        .query_one(
+            "SELECT count(DISTINCT u), min(public.uuid_extract_timestamp(u))::text, \
+                    max(public.uuid_extract_timestamp(u))::text, \
+                    bool_and(u >= public.uuidv7_from_time('2024-01-01 00:00:00.123+00') \
+                         AND u < public.uuidv7_from_time('2024-01-01 00:00:00.124+00')) \
+             FROM (SELECT public.uuidv7_at('2024-01-01 00:00:00.123456+00') AS u \
+                   FROM generate_series(1, 10000)) s",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 10000);
+    assert_eq!(row.get::<_, String>(1), "2024-01-01 00:00:00.123+00");
+    assert_eq!(row.get::<_, String>(2), "2024-01-01 00:00:00.123+00");
+    assert!(row.get::<_, bool>(3));
+    for f in ["uuidv7_from_time", "uuidv7_at"] {
+        for at in [
+            "1969-12-31 23:59:59.999+00",
+            "10890-01-01 00:00:00+00",
+            "infinity",
+            "-infinity",
+        ] {
+            let err = c
+                .batch_execute(&format!("SELECT public.{f}('{at}')"))
+                .unwrap_err();
+            let db = err.as_db_error().unwrap();
+            assert_eq!(db.code(), &SqlState::DATETIME_FIELD_OVERFLOW, "{f}({at})");
+            assert_eq!(db.message(), "timestamp out of range for UUID version 7");
+        }
+    }
+}
+
+/// On 17 and 18 an unqualified call reaches the built-in function; 17's extract knows v1 only.
+#[test]
+fn builtins_come_first_unless_the_path_says_otherwise() {
+    let mut c = fresh_db("t_uuid_search_path");
+    let version = server_version(&mut c);
+    let v7 = "'017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid";
+    let unqualified = format!("SELECT uuid_extract_timestamp({v7}) IS NOT NULL");
+    let resolved = "SELECT p.oid::regprocedure::text FROM pg_proc p \
+                    WHERE p.oid = 'uuid_extract_timestamp(uuid)'::regprocedure";
+    match version {
+        v if v >= 180000 => {
+            assert_eq!(one_string(&mut c, resolved), "uuid_extract_timestamp(uuid)");
+            assert!(one_bool(&mut c, &unqualified), "18's built-in knows v7");
+        }
+        v if v >= 170000 => {
+            assert!(
+                !one_bool(&mut c, &unqualified),
+                "17's built-in knows only v1"
+            );
+            assert!(one_bool(
+                &mut c,
+                &format!("SELECT public.uuid_extract_timestamp({v7}) IS NOT NULL")
+            ));
+            c.batch_execute("SET search_path = public, pg_catalog")
+                .unwrap();
+            assert!(
+                one_bool(&mut c, &unqualified),
+                "with the extension's schema first"
+            );
+        }
+        _ => assert!(one_bool(&mut c, &unqualified), "only ours exists"),
+    }
+    if version >= 180000 {
+        // Ours and 18's agree on the time of every v7, whoever made it.
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM (SELECT pg_catalog.uuidv7() AS a, public.uuidv7() AS b \
+                   FROM generate_series(1, 1000)) s \
+                 WHERE public.uuid_extract_timestamp(a) IS DISTINCT FROM pg_catalog.uuid_extract_timestamp(a) \
+                    OR public.uuid_extract_timestamp(b) IS DISTINCT FROM pg_catalog.uuid_extract_timestamp(b) \
+                    OR public.uuid_extract_version(b) IS DISTINCT FROM pg_catalog.uuid_extract_version(b)"
+            ),
+            0
+        );
+    }
+}
