@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # cross_version.sh OLD NEW (default 15 18): a database using pg_objectid, made on PostgreSQL OLD,
 # must survive the two ways users move to NEW: pg_dump + pg_restore, and pg_upgrade. Rows must
-# compare equal afterwards (a checksum over every column), indexes and views must work, and new
-# rows must insert. Both servers must already have the extension installed (scripts/test.sh does
-# that).
+# compare equal afterwards (a checksum over every column), indexes and views must work, new rows
+# must insert through the column defaults gen_objectid() and uuidv7() (written by pg_dump as
+# public.uuidv7(), which must still reach ours on 18), and NEW's own uuid_extract_timestamp, where
+# it knows v7, must read the same times from our v7 values as ours does. Both servers must
+# already have the extension installed (scripts/test.sh does that).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -36,7 +38,7 @@ expect_equal() {
 }
 
 checksum="SELECT count(*) || ' ' || md5(string_agg(id::text || ',' || coalesce(parent::text, '-') \
-    || ',' || encode(id::bytea, 'hex') || ',' || note, ';' ORDER BY id)) FROM items"
+    || ',' || encode(id::bytea, 'hex') || ',' || ref::text || ',' || note, ';' ORDER BY id)) FROM items"
 
 # make_source VERSION DIR PORT [plain]: a cluster with database app; with the extension and its
 # objects unless "plain".
@@ -53,14 +55,16 @@ make_source() {
     psql_at "$2" "$3" "
         CREATE EXTENSION pg_objectid;
         CREATE TABLE items (
-            id     objectid PRIMARY KEY,
+            id     objectid PRIMARY KEY DEFAULT gen_objectid(),
             parent objectid REFERENCES items,
+            ref    uuid NOT NULL DEFAULT uuidv7(),
             note   text NOT NULL
         );
-        INSERT INTO items
+        INSERT INTO items (id, parent, note)
         SELECT (lpad(to_hex(i * 7919), 8, '0') || substr(md5(i::text), 1, 16))::objectid,
                NULL, 'row ' || i
         FROM generate_series(1, 20000) AS i;
+        INSERT INTO items (note) SELECT 'default ' || i FROM generate_series(1, 1000) AS i;
         UPDATE items SET parent = (SELECT min(id) FROM items) WHERE note LIKE '%7';
         CREATE INDEX items_brin ON items USING brin (id);
         CREATE INDEX items_hash ON items USING hash (parent);
@@ -85,9 +89,25 @@ check_moved() {
             SELECT count(*) FROM items WHERE parent = (SELECT min(id) FROM items)")" \
         "$(psql_at "$dir" "$port" "SET enable_indexscan = off; SET enable_bitmapscan = off;
             SELECT count(*) FROM items WHERE parent = (SELECT min(id) FROM items)")"
-    psql_at "$dir" "$port" "INSERT INTO items VALUES ('ffffffffffffffffffffffff', NULL, 'new')" >/dev/null
+    psql_at "$dir" "$port" "INSERT INTO items (id, note) VALUES ('ffffffffffffffffffffffff', 'new')" >/dev/null
     expect_equal "$what: new rows insert" \
         "$(psql_at "$dir" "$port" "SELECT note FROM items WHERE id = 'ffffffffffffffffffffffff'")" "new"
+    # Deparsed in the default search path: 18's own uuidv7 would be found first, so ours shows
+    # its schema; that is the function the default calls.
+    expect_equal "$what: the defaults are the extension's functions" \
+        "$(psql_at "$dir" "$port" "SELECT string_agg(pg_get_expr(adbin, adrelid), ' ' ORDER BY adnum)
+            FROM pg_attrdef WHERE adrelid = 'items'::regclass")" "gen_objectid() public.uuidv7()"
+    psql_at "$dir" "$port" "INSERT INTO items (note) SELECT 'after ' || i FROM generate_series(1, 100) i" >/dev/null
+    expect_equal "$what: the defaults make new keys" \
+        "$(psql_at "$dir" "$port" "SELECT count(*) FILTER (WHERE objectid_timestamp(id) > now() - interval '1 hour'
+              AND public.uuid_extract_version(ref) = 7
+              AND public.uuid_extract_timestamp(ref) > now() - interval '1 hour')
+            FROM items WHERE note LIKE 'after %'")" "100"
+    if [ "$(psql_at "$dir" "$port" "SHOW server_version_num")" -ge 180000 ]; then
+        expect_equal "$what: $new's uuid_extract_timestamp reads our v7 times as ours does" \
+            "$(psql_at "$dir" "$port" "SELECT count(*) FROM items
+                WHERE pg_catalog.uuid_extract_timestamp(ref) IS DISTINCT FROM public.uuid_extract_timestamp(ref)")" "0"
+    fi
 }
 
 # upgrade FROM_VERSION FROM_DIR TO_DIR TO_PORT: pg_upgrade (the source cluster is stopped first);

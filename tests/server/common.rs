@@ -67,13 +67,26 @@ pub fn one_i64(client: &mut Client, sql: &str) -> i64 {
 
 /// The plan as text, one line per row of EXPLAIN (COSTS OFF).
 pub fn explain(client: &mut Client, sql: &str) -> String {
+    explain_with(client, "COSTS OFF", sql)
+}
+
+/// The plan as run, without timings: EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF).
+pub fn explain_analyze(client: &mut Client, sql: &str) -> String {
+    explain_with(client, "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF", sql)
+}
+
+fn explain_with(client: &mut Client, options: &str, sql: &str) -> String {
     client
-        .query(&format!("EXPLAIN (COSTS OFF) {sql}"), &[])
+        .query(&format!("EXPLAIN ({options}) {sql}"), &[])
         .unwrap()
         .iter()
         .map(|r| r.get::<_, String>(0))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+pub fn server_version(client: &mut Client) -> i64 {
+    one_i64(client, "SELECT current_setting('server_version_num')::int8")
 }
 
 /// SQL making `n` distinct pseudo-random objectids as rows of `id`, the same on every run.

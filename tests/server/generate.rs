@@ -11,10 +11,6 @@ use postgres::{Client, SimpleQueryMessage};
 
 use crate::common::*;
 
-fn server_version(c: &mut Client) -> i64 {
-    one_i64(c, "SELECT current_setting('server_version_num')::int8")
-}
-
 fn preloaded(c: &mut Client) -> bool {
     one_bool(
         c,
@@ -141,17 +137,10 @@ fn eight_sessions_and_a_parallel_query_make_unique_ordered_ids() {
          SET parallel_leader_participation = off",
     )
     .unwrap();
-    let plan = c
-        .query(
-            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \
-             SELECT count(*) FROM (SELECT gen_objectid() FROM big) s",
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let plan = explain_analyze(
+        &mut c,
+        "SELECT count(*) FROM (SELECT gen_objectid() FROM big) s",
+    );
     assert!(
         plan.contains("Workers Launched: 2"),
         "gen_objectid() must run in parallel workers:\n{plan}"

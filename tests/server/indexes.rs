@@ -201,16 +201,7 @@ fn hash_partitions_follow_satisfies_hash_partition() {
 
 /// The heap blocks a BRIN bitmap scan visited, from EXPLAIN ANALYZE.
 fn brin_blocks_visited(c: &mut Client, sql: &str) -> i64 {
-    let plan = c
-        .query(
-            &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {sql}"),
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let plan = explain_analyze(c, sql);
     let at = plan
         .find("lossy=")
         .unwrap_or_else(|| panic!("no lossy blocks in\n{plan}"));

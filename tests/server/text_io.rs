@@ -160,10 +160,6 @@ fn fixed_length_of_twelve_bytes() {
     );
 }
 
-fn server_version(c: &mut postgres::Client) -> i64 {
-    one_i64(c, "SELECT current_setting('server_version_num')::int8")
-}
-
 /// PostgreSQL 16 lets callers ask an input function to report bad input without throwing.
 #[test]
 fn soft_input_errors() {

@@ -2,13 +2,8 @@
 //! on PostgreSQL 17 and 18 the extension's functions are tested, not the built-in ones.
 
 use postgres::error::SqlState;
-use postgres::Client;
 
 use crate::common::*;
-
-fn server_version(c: &mut Client) -> i64 {
-    one_i64(c, "SELECT current_setting('server_version_num')::int8")
-}
 
 #[test]
 fn uuidv7_layout_and_clock() {
