@@ -39,3 +39,15 @@ CREATE FUNCTION @extschema@.uuidv7_at(timestamptz)
     RETURNS uuid
     LANGUAGE C VOLATILE STRICT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'uuidv7_at_wrapper';
+
+-- Index bounds the planner derives from uuid_extract_timestamp(id) <op> t on a column that holds
+-- only version-7 UUIDs (see src/planner.rs). They never fail: out-of-range times clamp.
+CREATE FUNCTION @extschema@.uuidv7_lower_bound(timestamptz)
+    RETURNS uuid
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'uuidv7_lower_bound_wrapper';
+
+CREATE FUNCTION @extschema@.uuidv7_upper_bound(timestamptz)
+    RETURNS uuid
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'uuidv7_upper_bound_wrapper';

@@ -1,4 +1,5 @@
-//! Index scans for `objectid_timestamp(id) <op> t`.
+//! Index scans for `objectid_timestamp(id) <op> t`, and for the extension's
+//! `uuid_extract_timestamp(id) <op> t` where the column holds only version-7 UUIDs.
 //!
 //! A btree index on `id` orders rows by creation second, so a condition on
 //! `objectid_timestamp(id)` is also a range of ids: `>=`/`>` t needs `id >= objectid_lower_bound(t)`,
@@ -38,8 +39,37 @@ fn objectid_timestamp_support(_request: Internal) -> Internal {
     Internal::from(Some(pg_sys::Datum::from(0usize)))
 }
 
-/// `objectid_timestamp(column) <strategy> other` found in a relation's restrictions.
+/// The time-reading functions whose conditions can bound a btree scan of their argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TimeFunction {
+    /// `objectid_timestamp(objectid)`: every objectid sorts by its second.
+    ObjectId,
+    /// The extension's `uuid_extract_timestamp(uuid)`: only version-7 UUIDs sort by their time
+    /// (a v1's time is not a prefix of its bytes), so its conditions may bound a scan only where
+    /// the column is known to hold nothing but v7 values (see `only_v7`).
+    UuidV7,
+}
+
+impl TimeFunction {
+    fn of(name: &CStr) -> Option<Self> {
+        match name.to_bytes() {
+            b"objectid_timestamp" => Some(TimeFunction::ObjectId),
+            b"uuid_extract_timestamp" => Some(TimeFunction::UuidV7),
+            _ => None,
+        }
+    }
+
+    fn bounds(self) -> (&'static CStr, &'static CStr) {
+        match self {
+            TimeFunction::ObjectId => (c"objectid_lower_bound", c"objectid_upper_bound"),
+            TimeFunction::UuidV7 => (c"uuidv7_lower_bound", c"uuidv7_upper_bound"),
+        }
+    }
+}
+
+/// `time_function(column) <strategy> other` found in a relation's restrictions.
 struct TimeCondition {
+    function: TimeFunction,
     rinfo: *mut pg_sys::RestrictInfo,
     column: *mut pg_sys::Var,
     /// btree strategy with the call on the left (1 <, 2 <=, 3 =, 4 >=, 5 >).
@@ -78,7 +108,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             return;
         }
         for index in list_ptrs((*rel).indexlist).map(|p| p.cast::<pg_sys::IndexOptInfo>()) {
-            add_index_path(root, rel, index, &conditions);
+            add_index_path(root, rel, (*rte).relid, index, &conditions);
         }
     }
 }
@@ -97,9 +127,9 @@ unsafe fn time_condition(
         let op = clause.cast::<pg_sys::OpExpr>();
         let args: Vec<*mut c_void> = list_ptrs((*op).args).collect();
         let [left, right] = args[..] else { return None };
-        let (call, other, commuted) = if let Some(f) = objectid_timestamp_call(left.cast()) {
+        let ((call, function), other, commuted) = if let Some(f) = time_function_call(left.cast()) {
             (f, right, false)
-        } else if let Some(f) = objectid_timestamp_call(right.cast()) {
+        } else if let Some(f) = time_function_call(right.cast()) {
             (f, left, true)
         } else {
             return None;
@@ -125,31 +155,36 @@ unsafe fn time_condition(
         }
         let strategy = if commuted { 6 - strategy } else { strategy };
         let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace((*call).funcid));
+        let (lower, upper) = function.bounds();
         Some(TimeCondition {
+            function,
             rinfo,
             column,
             strategy,
             other: other.cast(),
-            lower_bound: lookup_bound(schema, c"objectid_lower_bound")?,
-            upper_bound: lookup_bound(schema, c"objectid_upper_bound")?,
+            lower_bound: lookup_bound(schema, lower)?,
+            upper_bound: lookup_bound(schema, upper)?,
         })
     }
 }
 
-/// The call if `node` is `objectid_timestamp(...)` of this extension.
-unsafe fn objectid_timestamp_call(node: *mut pg_sys::Node) -> Option<*mut pg_sys::FuncExpr> {
+/// The call if `node` is one of this extension's time functions.
+unsafe fn time_function_call(
+    node: *mut pg_sys::Node,
+) -> Option<(*mut pg_sys::FuncExpr, TimeFunction)> {
     unsafe {
         if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
             return None;
         }
         let call = node.cast::<pg_sys::FuncExpr>();
         let name = pg_sys::get_func_name((*call).funcid);
-        if name.is_null() || CStr::from_ptr(name) != c"objectid_timestamp" {
+        if name.is_null() {
             return None;
         }
+        let function = TimeFunction::of(CStr::from_ptr(name))?;
         let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
         let owner = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*call).funcid);
-        (extension != pg_sys::InvalidOid && owner == extension).then_some(call)
+        (extension != pg_sys::InvalidOid && owner == extension).then_some((call, function))
     }
 }
 
@@ -171,6 +206,7 @@ unsafe fn lookup_bound(schema: *mut c_char, name: &CStr) -> Option<pg_sys::Oid> 
 unsafe fn add_index_path(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
+    table: pg_sys::Oid,
     index: *mut pg_sys::IndexOptInfo,
     conditions: &[TimeCondition],
 ) {
@@ -182,10 +218,16 @@ unsafe fn add_index_path(
         let family = *(*index).opfamily;
         let keytype = *(*index).opcintype;
         let mut clauses: *mut pg_sys::List = ptr::null_mut();
+        let mut v7_known: Option<bool> = None;
         for c in conditions
             .iter()
             .filter(|c| i32::from((*c.column).varattno) == key && (*c.column).vartype == keytype)
         {
+            if c.function == TimeFunction::UuidV7
+                && !*v7_known.get_or_insert_with(|| only_v7(rel, table, key))
+            {
+                continue;
+            }
             let member = |strategy: u32| {
                 pg_sys::get_opfamily_member(family, keytype, keytype, strategy as i16)
             };
@@ -242,6 +284,116 @@ unsafe fn add_index_path(
             false,
         );
         pg_sys::add_path(rel, path.cast());
+    }
+}
+
+/// Whether column `attno` of `rel` can hold only version-7 UUIDs (or NULL): a condition of the
+/// query, or a valid CHECK constraint of the table, says `uuid_extract_version(column) = 7`.
+unsafe fn only_v7(rel: *mut pg_sys::RelOptInfo, table: pg_sys::Oid, attno: i32) -> bool {
+    unsafe {
+        let relid = (*rel).relid;
+        if list_ptrs((*rel).baserestrictinfo).any(|r| {
+            version_is_7(
+                (*r.cast::<pg_sys::RestrictInfo>()).clause.cast(),
+                attno,
+                relid,
+            )
+        }) {
+            return true;
+        }
+        let relation = pg_sys::RelationIdGetRelation(table);
+        if relation.is_null() {
+            return false;
+        }
+        let constr = (*(*relation).rd_att).constr;
+        let mut found = false;
+        if !constr.is_null() {
+            for i in 0..usize::from((*constr).num_check) {
+                let check = (*constr).check.add(i);
+                #[cfg(feature = "pg18")]
+                let trusted = (*check).ccvalid && (*check).ccenforced;
+                #[cfg(not(feature = "pg18"))]
+                let trusted = (*check).ccvalid;
+                // CHECK expressions refer to the table as range table entry 1.
+                if trusted && version_is_7(pg_sys::stringToNode((*check).ccbin).cast(), attno, 1) {
+                    found = true;
+                    break;
+                }
+            }
+        }
+        pg_sys::RelationClose(relation);
+        found
+    }
+}
+
+/// `uuid_extract_version(column) = 7`, alone or among the arms of an AND.
+unsafe fn version_is_7(node: *mut pg_sys::Node, attno: i32, varno: pg_sys::Index) -> bool {
+    unsafe {
+        if node.is_null() {
+            return false;
+        }
+        match (*node).type_ {
+            pg_sys::NodeTag::T_BoolExpr => {
+                let b = node.cast::<pg_sys::BoolExpr>();
+                (*b).boolop == pg_sys::BoolExprType::AND_EXPR
+                    && list_ptrs((*b).args).any(|a| version_is_7(a.cast(), attno, varno))
+            }
+            pg_sys::NodeTag::T_OpExpr => {
+                let op = node.cast::<pg_sys::OpExpr>();
+                let name = pg_sys::get_opname((*op).opno);
+                if name.is_null() || CStr::from_ptr(name) != c"=" {
+                    return false;
+                }
+                let args: Vec<*mut c_void> = list_ptrs((*op).args).collect();
+                let [left, right] = args[..] else {
+                    return false;
+                };
+                (is_version_call(left.cast(), attno, varno) && is_const_7(right.cast()))
+                    || (is_version_call(right.cast(), attno, varno) && is_const_7(left.cast()))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `uuid_extract_version(column)`, ours or PostgreSQL's own (17+): they agree on versions.
+unsafe fn is_version_call(node: *mut pg_sys::Node, attno: i32, varno: pg_sys::Index) -> bool {
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return false;
+        }
+        let call = node.cast::<pg_sys::FuncExpr>();
+        let name = pg_sys::get_func_name((*call).funcid);
+        if name.is_null() || CStr::from_ptr(name) != c"uuid_extract_version" {
+            return false;
+        }
+        let arg = pg_sys::list_nth((*call).args, 0).cast::<pg_sys::Node>();
+        if (*arg).type_ != pg_sys::NodeTag::T_Var {
+            return false;
+        }
+        let var = arg.cast::<pg_sys::Var>();
+        i32::from((*var).varattno) == attno
+            && (*var).varno as pg_sys::Index == varno
+            && (*var).varlevelsup == 0
+    }
+}
+
+unsafe fn is_const_7(node: *mut pg_sys::Node) -> bool {
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_Const {
+            return false;
+        }
+        let c = node.cast::<pg_sys::Const>();
+        if (*c).constisnull {
+            return false;
+        }
+        let v = (*c).constvalue.value();
+        match (*c).consttype {
+            pg_sys::INT2OID => v as i16 == 7,
+            pg_sys::INT4OID => v as i32 == 7,
+            pg_sys::INT8OID => v as i64 == 7,
+            _ => false,
+        }
     }
 }
 

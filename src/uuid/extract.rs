@@ -24,3 +24,15 @@ fn uuidv7_from_time(at: TimestampWithTimeZone) -> Uuid {
         uuidv7::ms_from_pg(at.into(), 0).unwrap_or_else(|| super::timestamp_out_of_range());
     Uuid::from_bytes(uuidv7::v7_first_of_millisecond(ms))
 }
+
+/// The first and last possible v7 of the millisecond `at` falls in, never an error (times out of
+/// range clamp): the planner's index bounds for `uuid_extract_timestamp(id) <op> t`.
+#[pg_extern(sql = false)]
+fn uuidv7_lower_bound(at: TimestampWithTimeZone) -> Uuid {
+    Uuid::from_bytes(uuidv7::lower_bound(at.into()))
+}
+
+#[pg_extern(sql = false)]
+fn uuidv7_upper_bound(at: TimestampWithTimeZone) -> Uuid {
+    Uuid::from_bytes(uuidv7::upper_bound(at.into()))
+}

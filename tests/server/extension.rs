@@ -41,6 +41,8 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("uuidv7", "v", true, "s", false),
     ("uuidv7_at", "v", true, "s", false),
     ("uuidv7_from_time", "i", true, "s", false),
+    ("uuidv7_lower_bound", "i", true, "s", true),
+    ("uuidv7_upper_bound", "i", true, "s", true),
 ];
 
 #[test]
