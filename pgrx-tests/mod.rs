@@ -29,8 +29,8 @@ mod tests {
             pg_sys::PrepareSortSupportFromOrderingOp(objectid_lt_operator(), &mut ssup);
             let cmp = ssup.comparator.expect("a comparator");
             assert_eq!(
-                cmp as usize,
-                crate::objectid::objectid_fastcmp as usize,
+                cmp as *const () as usize,
+                crate::objectid::objectid_fastcmp as *const () as usize,
                 "not the fmgr fallback"
             );
             assert!(cmp(datum(&a), datum(&b), &mut ssup) < 0);
