@@ -1,0 +1,353 @@
+"""Turns the JSON of bench/suite.py into docs/benchmarks.md and the charts docs/bench-*.png.
+
+    python3 bench/report.py docs/benchmarks.json docs
+
+Every figure is the median over the repetitions; the targets are those of the benchmark's issue,
+judged on those medians.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+med = statistics.median
+
+
+def fmt(x, digits=0):
+    if x is None:
+        return "n/a"
+    return f"{x:,.{digits}f}"
+
+
+class Report:
+    def __init__(self, data, outdir):
+        self.d = data
+        self.outdir = outdir
+        self.cands = data["candidates"]
+        self.label = {c["key"]: c["label"] for c in self.cands}
+        self.keys = [c["key"] for c in self.cands]
+        cmap = plt.get_cmap("tab10")
+        self.color = {k: cmap(i) for i, k in enumerate(self.keys)}
+        self.lines = []
+        self.targets = []
+
+    def w(self, *lines):
+        self.lines.extend(lines)
+
+    def table(self, header, rows):
+        self.w("| " + " | ".join(header) + " |", "|" + "---|" * len(header))
+        for r in rows:
+            self.w("| " + " | ".join(str(x) for x in r) + " |")
+        self.w("")
+
+    def chart(self, fig, name, alt):
+        path = os.path.join(self.outdir, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        self.w(f"![{alt}]({name})", "")
+
+    def target(self, text, value, ok):
+        self.targets.append(f"- {text}: {value} — **{'met' if ok else 'not met'}**")
+
+    # -----------------------------------------------------------------------------------------
+
+    def generation(self):
+        g = self.d["generation"]
+        ns = {k: med(v) for k, v in g["ns_per_call"].items()}
+        random_ns = ns["gen_random_uuid"]
+        self.w("## 1. Generation cost", "",
+               f"Server side, per call: `SELECT count(f()) FROM generate_series(1, {g['calls']:,})` minus the "
+               "same loop over `count(1)`, both in the same repetition and on the same server; median of "
+               f"{self.d['reps']} repetitions.", "")
+        rows = [[self.label[k], fmt(ns[k], 1), f"{ns[k] / random_ns:.2f}×"] for k in self.keys]
+        self.table(["generator", "ns per call", "÷ gen_random_uuid()"], rows)
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        ax.barh([self.label[k] for k in self.keys][::-1], [ns[k] for k in self.keys][::-1],
+                color=[self.color[k] for k in self.keys][::-1])
+        ax.set_xlabel("ns per call (lower is better)")
+        ax.set_title("Generation cost, server side")
+        self.chart(fig, "bench-generation.png", "ns per call of each generator")
+        r = ns["objectid_server"] / random_ns
+        self.target("`gen_objectid()` ≤ 0.2× the per-call cost of `gen_random_uuid()`",
+                    f"{r:.3f}× ({ns['objectid_server']:.0f} ns against {random_ns:.0f} ns)", r <= 0.2)
+        r = ns["uuidv7_ext"] / random_ns
+        self.target("our `uuidv7()` ≤ 0.3× the per-call cost of `gen_random_uuid()`",
+                    f"{r:.3f}× ({ns['uuidv7_ext']:.0f} ns against {random_ns:.0f} ns)", r <= 0.3)
+
+    def bulk(self):
+        b = self.d["bulk"]
+        rows = b["rows"]
+        m = {k: {f: med(run[f] for run in runs) for f in
+                 ("rows_per_s", "heap_bytes", "index_bytes", "leaf_density", "wal_bytes", "fpi",
+                  "create_index_s", "order_by_ms")}
+             for k, runs in b["runs"].items()}
+        self.w("## 2. Bulk load", "",
+               f"`INSERT INTO t (n) SELECT i FROM generate_series(1, {rows:,}) i` into an empty "
+               "`t (id <key> PRIMARY KEY DEFAULT <generator>, n int4)`, in a session of its own, right after a "
+               "`CHECKPOINT`. WAL bytes are the distance between the insert positions before and after; full-page "
+               "images come from `pg_stat_wal`.", "")
+        self.table(
+            ["key", "rows/s", "heap bytes/row", "index bytes/row", "leaf density %", "WAL bytes/row",
+             "full-page images"],
+            [[self.label[k], fmt(m[k]["rows_per_s"]), fmt(m[k]["heap_bytes"] / rows, 1),
+              fmt(m[k]["index_bytes"] / rows, 1), fmt(m[k]["leaf_density"], 1),
+              fmt(m[k]["wal_bytes"] / rows, 1), fmt(m[k]["fpi"])] for k in self.keys])
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+        names = [self.label[k] for k in self.keys][::-1]
+        colors = [self.color[k] for k in self.keys][::-1]
+        for ax, (title, vals) in zip(axes, [
+                ("rows per second (higher is better)", [m[k]["rows_per_s"] for k in self.keys]),
+                ("primary key bytes per row", [m[k]["index_bytes"] / rows for k in self.keys]),
+                ("WAL bytes per row", [m[k]["wal_bytes"] / rows for k in self.keys])]):
+            ax.barh(names, vals[::-1], color=colors)
+            ax.set_title(title, fontsize=10)
+        fig.suptitle(f"Bulk load of {rows:,} rows")
+        self.chart(fig, "bench-bulk.png", "bulk load: rows per second, index and WAL bytes per row")
+        self.bulk_medians = m
+
+    def sort(self):
+        b = self.d["bulk"]
+        m = self.bulk_medians
+        self.w("## 4. Sort and index build", "",
+               f"Over the {b['rows']:,} keys each bulk load wrote (in the order they were generated): "
+               "`CREATE INDEX ON t (id)` in a session of its own, and `EXPLAIN ANALYZE SELECT id FROM t ORDER BY id` "
+               "with index scans turned off (so a sort, after a sequential scan). Sort method: "
+               + ", ".join(sorted({str(run["sort_method"]) for runs in b["runs"].values() for run in runs})) + ".",
+               "")
+        self.table(["key", "CREATE INDEX s", "ORDER BY id ms"],
+                   [[self.label[k], fmt(m[k]["create_index_s"], 2), fmt(m[k]["order_by_ms"])] for k in self.keys])
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True)
+        names = [self.label[k] for k in self.keys][::-1]
+        colors = [self.color[k] for k in self.keys][::-1]
+        axes[0].barh(names, [m[k]["create_index_s"] for k in self.keys][::-1], color=colors)
+        axes[0].set_title("CREATE INDEX, seconds (lower is better)", fontsize=10)
+        axes[1].barh(names, [m[k]["order_by_ms"] for k in self.keys][::-1], color=colors)
+        axes[1].set_title("ORDER BY id, ms (lower is better)", fontsize=10)
+        self.chart(fig, "bench-sort.png", "index build and sort times")
+        r = m["objectid_server"]["create_index_s"] / m["uuidv7_ext"]["create_index_s"]
+        self.target("`CREATE INDEX` on objectid ≤ 1.1× the time on as many `uuidv7()` values",
+                    f"{r:.2f}× ({m['objectid_server']['create_index_s']:.2f} s against "
+                    f"{m['uuidv7_ext']['create_index_s']:.2f} s)", r <= 1.1)
+
+    def concurrent(self):
+        c = self.d["concurrent"]
+        clients = [str(n) for n in c["clients"]]
+
+        def metric(k, n, f):
+            runs = c["runs"][k][n]
+            vals = [f(r) for r in runs]
+            vals = [v for v in vals if v is not None]
+            return med(vals) if vals else None
+
+        tps = {k: {n: metric(k, n, lambda r: r["tps"]) for n in clients} for k in self.keys}
+        wal = {k: {n: metric(k, n, lambda r: r["wal_bytes"] / r["rows"]) for n in clients} for k in self.keys}
+        fpi = {k: {n: metric(k, n, lambda r: r["fpi"] / r["rows"]) for n in clients} for k in self.keys}
+        dens = {k: {n: metric(k, n, lambda r: r["leaf_density"]) for n in clients} for k in self.keys}
+        grow = {k: {n: metric(k, n, lambda r: r["growth_density"]) for n in clients} for k in self.keys}
+        before = max(r["table_bytes_before"] for k in self.keys for n in clients for r in c["runs"][k][n])
+        self.w("## 3. Concurrent single-row inserts", "",
+               f"`INSERT INTO t (n) VALUES (0)` with pgbench, {c['seconds']} s per run, into each candidate's "
+               "bulk-loaded table (so the table and its key are already larger than shared buffers, and grow "
+               "with every run), right after a `CHECKPOINT`, with timed checkpoints every 30 s. Runs are "
+               "interleaved: every client count of every candidate once per repetition.", "",
+               "*Leaf density* is `pgstatindex(...).avg_leaf_density` of the whole primary key after the run, "
+               "which the bulk load dominates. *Density of growth* is the density of what the run added: the "
+               "inserted rows' leaf items over the leaf pages the run added, so it shows how the inserts "
+               "themselves fill pages.", "")
+        for title, vals, digits in [("Transactions per second", tps, 0), ("WAL bytes per row", wal, 1),
+                                    ("Full-page images per row", fpi, 4),
+                                    ("Primary key leaf density, whole index, %", dens, 1),
+                                    ("Primary key density of growth, %", grow, 1)]:
+            self.w(f"**{title}**", "")
+            self.table(["key"] + [f"{n} client{'s' if n != '1' else ''}" for n in clients],
+                       [[self.label[k]] + [fmt(vals[k][n], digits) for n in clients] for k in self.keys])
+        fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+        xs = [int(n) for n in clients]
+        for ax, (title, vals) in zip(axes.flat, [
+                ("transactions per second (higher is better)", tps), ("WAL bytes per row", wal),
+                ("full-page images per row (log scale)", fpi), ("density of index growth, %", grow)]):
+            for k in self.keys:
+                ys = [vals[k][n] for n in clients]
+                ax.plot(xs, [y if y else float("nan") for y in ys], marker="o",
+                        label=self.label[k], color=self.color[k])
+            if vals is fpi:
+                ax.set_yscale("log")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(x) for x in xs])
+            ax.set_xlabel("clients")
+            ax.set_title(title, fontsize=10)
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle("Concurrent single-row inserts (pgbench)")
+        self.chart(fig, "bench-inserts.png", "concurrent inserts: tps, WAL, full-page images, density")
+        self.w(f"Largest table before a run: {before / 2**20:.0f} MiB.", "")
+
+        s = "objectid_server"
+        lowest = min(dens[s][n] for n in clients)
+        self.target("server mode: leaf density ≥ 88 % at every client count",
+                    f"lowest {lowest:.1f} % (density of growth: lowest "
+                    f"{fmt(min((grow[s][n] for n in clients if grow[s][n] is not None), default=None), 1)} %)",
+                    lowest >= 88)
+        r = min(tps[s][n] / tps["bigserial"][n] for n in clients)
+        self.target("server mode: tps ≥ 0.95× bigserial", f"lowest {r:.2f}× over the client counts", r >= 0.95)
+        r = min(tps[s][n] / tps["gen_random_uuid"][n] for n in clients)
+        self.target("server mode: tps ≥ 1.5× `gen_random_uuid()`", f"lowest {r:.2f}× over the client counts",
+                    r >= 1.5)
+        r = max(wal[s][n] / wal["bigserial"][n] for n in clients)
+        self.target("server mode: WAL bytes/row ≤ 1.15× bigserial", f"highest {r:.2f}× over the client counts",
+                    r <= 1.15)
+        ratios = [fpi[s][n] / fpi["gen_random_uuid"][n] for n in clients if fpi["gen_random_uuid"][n]]
+        r = max(ratios) if ratios else None
+        self.target("server mode: full-page images/row ≤ 0.05× `gen_random_uuid()`",
+                    f"highest {fmt(r, 3)}× over the client counts", r is not None and r <= 0.05)
+
+    def reads(self):
+        rd = self.d["reads"]
+        res = rd["results"]
+        self.w("## 5. Reads", "",
+               f"On each candidate's last bulk-loaded table. *Point lookup*: {rd['lookups']:,} keys sampled from "
+               "the table in random order, joined back to it by a nested loop (one index descent each). "
+               "*Latest 1000*: `SELECT n FROM t ORDER BY id DESC LIMIT 1000` (median of 10 per repetition; "
+               "for `gen_random_uuid()` and any random key these are not the newest rows). "
+               "Execution times from `EXPLAIN (ANALYZE, TIMING OFF)`.", "")
+        self.table(["key", "point lookup µs", "plan", "latest 1000 ms"],
+                   [[self.label[k], fmt(med(res[k]["point_us"]), 2), res[k].get("point_plan", ""),
+                     fmt(med(res[k]["latest_ms"]), 2)] for k in self.keys])
+        self.w("**One second of keys by time**: `SELECT count(*) FROM t WHERE <condition>`, the second in the "
+               "middle of the bulk load, written with the time function and with explicit key bounds "
+               "(and, for UUIDs on 18, with the server's own `uuid_extract_timestamp`).", "")
+        rows = []
+        for k in self.keys:
+            for form, e in res[k]["range"].items():
+                rows.append([self.label[k], form, f"`{e['where'].replace('{lo}', 'lo').replace('{hi}', 'hi')}`",
+                             fmt(e.get("rows")), e["plan"], fmt(med(e["ms"]), 2)])
+        self.table(["key", "form", "condition", "rows", "plan", "ms"], rows)
+        same = []
+        for k in self.keys:
+            r = res[k]["range"]
+            if "function" in r and "bounds" in r:
+                same.append(f"{self.label[k]}: {'same plan' if r['function']['plan'] == r['bounds']['plan'] else 'different plans'}")
+        if same:
+            self.w("Function against bounds — " + "; ".join(same) + ".", "")
+
+    def layout(self):
+        ly = self.d["layout"]
+        res = ly["results"]
+        layouts = list(dict.fromkeys(r["layout"] for r in res))
+        types = list(dict.fromkeys(r["type"] for r in res))
+        get = {(r["layout"], r["type"]): r for r in res}
+        self.w("## 6. Layout", "",
+               f"{ly['rows']:,} rows per table, keys from `gen_objectid()`, `uuidv7()` and a series, primary key "
+               "built after the load (`CREATE INDEX` packs leaves to fillfactor 90). Bytes per row are the "
+               "relation's size over the row count, so they include page headers, line pointers and free space.",
+               "")
+        header = ["layout"] + [f"{t} heap" for t in types] + [f"{t} index" for t in types]
+        self.table(header, [[lay] + [fmt(get[(lay, t)]["heap_per_row"], 1) for t in types]
+                            + [fmt(get[(lay, t)]["index_per_row"], 1) for t in types] for lay in layouts])
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        width = 0.8 / len(types)
+        tcol = {"objectid": "tab:blue", "uuid": "tab:orange", "bigint": "tab:gray"}
+        for ax, field, title in [(axes[0], "heap_per_row", "heap bytes per row"),
+                                 (axes[1], "index_per_row", "primary key bytes per row")]:
+            for i, t in enumerate(types):
+                ax.bar([j + i * width for j in range(len(layouts))], [get[(lay, t)][field] for lay in layouts],
+                       width, label=t, color=tcol.get(t))
+            ax.set_xticks([j + width * (len(types) - 1) / 2 for j in range(len(layouts))], layouts, fontsize=9)
+            ax.set_title(title, fontsize=10)
+        axes[0].legend()
+        fig.suptitle("Bytes per row by layout")
+        self.chart(fig, "bench-layout.png", "heap and index bytes per row for four layouts")
+
+        def saving(lay, field):
+            o, u = get[(lay, "objectid")][field], get[(lay, "uuid")][field]
+            return u - o, 100 * (u - o) / u
+
+        heap_saves = [lay for lay in layouts if saving(lay, "heap_per_row")[1] >= 2]
+        heap_same = [lay for lay in layouts if lay not in heap_saves]
+        index_saves = [lay for lay in layouts if saving(lay, "index_per_row")[1] >= 2]
+        index_same = [lay for lay in layouts if lay not in index_saves]
+        text = ["**What it means.**"]
+        if index_same:
+            text.append(
+                "A 12-byte key does not make a smaller single-column index entry than a 16-byte uuid: both take "
+                "an 8-byte tuple header and are padded to 24 bytes, so the primary key costs the same in "
+                + ", ".join(f"`{lay}`" for lay in index_same) + ".")
+        if index_saves:
+            text.append("Where the key shares its index entry with other columns it does save: "
+                        + ", ".join(f"`{lay}` {saving(lay, 'index_per_row')[0]:.1f} bytes/row "
+                                    f"({saving(lay, 'index_per_row')[1]:.0f} %)" for lay in index_saves) + ".")
+        if heap_saves:
+            text.append("In the heap it saves where the next column's alignment lets the 4 bytes count: "
+                        + ", ".join(f"`{lay}` {saving(lay, 'heap_per_row')[0]:.1f} bytes/row "
+                                    f"({saving(lay, 'heap_per_row')[1]:.0f} %)" for lay in heap_saves) + ".")
+        if heap_same:
+            text.append("It saves nothing in the heap for "
+                        + ", ".join(f"`{lay}`" for lay in heap_same)
+                        + ", where alignment (8-byte tuples, 8-byte timestamptz) swallows the 4 bytes.")
+        self.w(" ".join(text), "")
+
+    # -----------------------------------------------------------------------------------------
+
+    def render(self):
+        d = self.d
+        body_start = len(self.lines)
+        self.generation()
+        self.bulk()
+        self.concurrent()
+        self.sort()
+        self.reads()
+        self.layout()
+        body = self.lines[body_start:]
+        self.lines = self.lines[:body_start]
+        servers = d["servers"]
+        self.w("# Benchmarks", "",
+               f"Made by `bash scripts/bench.sh` on {d['date']} in {d['elapsed_s'] / 60:.0f} min: "
+               f"{d['machine']['cores']} cores, {d['machine']['memory_gib']} GiB, release build. "
+               f"Every figure is the median of {d['reps']} repetitions; within a repetition the candidates "
+               "take turns. Raw results: [benchmarks.json](benchmarks.json). Rerun with "
+               "`bash scripts/bench.sh` (`--help` for the scale, repetitions, run length and server).", "",
+               "## Set-up", "",
+               f"- Most candidates run on PostgreSQL {servers['main']} with `pg_objectid` in "
+               "`shared_preload_libraries`.",
+               f"- `gen_objectid()` in backend mode runs on PostgreSQL {servers['backend']} without preloading. "
+               "On 17 and later the DSM registry gives the server-wide generator even then, so backend mode "
+               "does not exist there. Its figures compare with the others only as far as the two servers "
+               "compare.",
+               "- Both servers run with the same settings, on top of `fsync = off` and initdb's defaults: "
+               + ", ".join(f"`{s}`" for s in d["settings"]) + ".",
+               "- `fsync` and `synchronous_commit` are off so that tps measures the work a key causes rather "
+               "than the disk's flush latency. `full_page_writes` stays on, so the full-page image counts "
+               "are real.", "")
+        self.table(["candidate", "server", "key type", "generator"],
+                   [[c["label"], servers[c["cluster"]], c["type"],
+                     "`bigserial` (`nextval`)" if c["key"] == "bigserial" else f"`{c['default']}`"]
+                    for c in self.cands])
+        self.w("The plain-SQL UUIDv7 is the kind pasted into schemas: a `gen_random_uuid()` whose first 48 bits "
+               "are overwritten with the Unix time in milliseconds (see `bench/suite.py`).", "")
+        self.w("## Targets", "")
+        self.w(*self.targets)
+        self.w("")
+        self.lines.extend(body)
+
+    def write(self):
+        self.render()
+        with open(os.path.join(self.outdir, "benchmarks.md"), "w") as f:
+            f.write("\n".join(self.lines).rstrip() + "\n")
+
+
+def main():
+    src, outdir = sys.argv[1], sys.argv[2]
+    with open(src) as f:
+        data = json.load(f)
+    Report(data, outdir).write()
+    print(open(os.path.join(outdir, "benchmarks.md")).read())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The benchmark suite (a command, not a test): builds pg_objectid in release mode, starts throwaway
+# clusters, runs every workload of bench/suite.py over every candidate, and writes
+# docs/benchmarks.md, docs/benchmarks.json and the charts docs/bench-*.png.
+#
+#   scripts/bench.sh [--scale N] [--reps N] [--seconds N] [--pg VERSION]
+#
+#   --scale N     multiplies the row counts (default 1: 2 million rows per bulk load)
+#   --reps N      repetitions of each measurement; the report gives medians (default 3)
+#   --seconds N   length of each pgbench run (default 10)
+#   --pg VERSION  the server most candidates run on, 14-18 (default 18, whose built-in uuidv7()
+#                 is then a candidate too)
+#
+# Per-backend generator state only exists where there is neither shared_preload_libraries nor the
+# DSM registry, that is below 17; so that candidate runs on a second, not preloaded cluster (the
+# same version when it is 14-16, else 16). Every server started here is stopped on exit, also
+# when interrupted.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+scale=1 reps=3 seconds=10 main=18
+while [ $# -gt 0 ]; do
+    case $1 in
+        --scale) scale=$2 ;;
+        --reps) reps=$2 ;;
+        --seconds) seconds=$2 ;;
+        --pg) main=$2 ;;
+        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown option: $1 (see --help)" ;;
+    esac
+    shift 2
+done
+case $main in 14 | 15 | 16 | 17 | 18) ;; *) die "--pg must be 14-18 (pg_stat_wal is needed)" ;; esac
+if [ "$main" -le 16 ]; then backend=$main; else backend=16; fi
+
+started=$(date +%s)
+"$ROOT/scripts/setup.sh" "$main" "$backend"
+main_cfg=$(pg_config_of "$main")
+backend_cfg=$(pg_config_of "$backend")
+install_extension "$main_cfg" release
+[ "$backend" = "$main" ] || install_extension "$backend_cfg" release
+
+# The driver's libraries go into a folder of their own: the machine's Python may be externally
+# managed, and nothing here should change it.
+pydeps="$CACHE/python-bench"
+if ! cmp -s "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"; then
+    log "installing the benchmark's Python libraries into $pydeps"
+    python3 -m pip --version >/dev/null 2>&1 || die "pip is missing: run scripts/setup.sh"
+    rm -rf "$pydeps"
+    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --target "$pydeps" \
+        -r "$ROOT/bench/requirements.txt"
+    cp "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"
+fi
+
+base=${PG_OBJECTID_BENCH_DIR:-/tmp/pg_objectid-bench}
+# Kept in step with bench/suite.py, which writes them into the report.
+rows=$(python3 -c "print(int(2_000_000 * float('$scale')))")
+# 16 bytes per bulk-loaded row: well under a random-key primary key's ~40, so that index cannot
+# stay in shared buffers; the report gives the sizes.
+shared_buffers_kb=$(python3 -c "print(max(16 * 1024, $rows * 16 // 1024))")
+settings=(
+    "shared_buffers = '${shared_buffers_kb}kB'"
+    "max_wal_size = '1GB'"
+    "checkpoint_timeout = '30s'"
+    "synchronous_commit = off"
+    "autovacuum = off"
+    "jit = off"
+    "work_mem = '256MB'"
+    "maintenance_work_mem = '256MB'"
+    "max_parallel_workers_per_gather = 0"
+    "max_parallel_maintenance_workers = 0"
+)
+
+child=""
+cleanup() {
+    [ -n "$child" ] && kill "$child" 2>/dev/null && wait "$child" 2>/dev/null
+    cluster_stop "$main_cfg" "$base/main"
+    cluster_stop "$backend_cfg" "$base/backend"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log "starting PostgreSQL $main (pg_objectid preloaded) in $base/main and PostgreSQL $backend (not preloaded) in $base/backend"
+cluster_start "$main_cfg" "$base/main" 55540 "${settings[@]}" "shared_preload_libraries = 'pg_objectid'"
+cluster_start "$backend_cfg" "$base/backend" 55541 "${settings[@]}"
+for cluster in main backend; do
+    as_pg_user "$(dirname "$main_cfg")/createdb" -h "$base/$cluster" -p "$([ $cluster = main ] && echo 55540 || echo 55541)" \
+        -U postgres bench
+done
+
+# In the background and waited for, so that an interrupt reaches the trap at once.
+PYTHONPATH="$pydeps" python3 "$ROOT/bench/suite.py" \
+    --main "$base/main:55540:$(dirname "$main_cfg")" \
+    --backend "$base/backend:55541:$(dirname "$backend_cfg")" \
+    --rows "$rows" --reps "$reps" --seconds "$seconds" \
+    --settings "$(printf '%s\n' "${settings[@]}")" \
+    --json "$ROOT/docs/benchmarks.json" &
+child=$!
+wait "$child"
+child=""
+PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$ROOT/docs/benchmarks.json" "$ROOT/docs"
+log "benchmark finished in $(($(date +%s) - started)) s: docs/benchmarks.md"
