@@ -36,6 +36,7 @@ class Report:
         self.color = {k: cmap(i) for i, k in enumerate(self.keys)}
         self.lines = []
         self.targets = []
+        self.target_notes = []
 
     def w(self, *lines):
         self.lines.extend(lines)
@@ -197,15 +198,24 @@ class Report:
         r = min(tps[s][n] / tps["bigserial"][n] for n in clients)
         self.target("server mode: tps ≥ 0.95× bigserial", f"lowest {r:.2f}× over the client counts", r >= 0.95)
         r = min(tps[s][n] / tps["gen_random_uuid"][n] for n in clients)
-        self.target("server mode: tps ≥ 1.5× `gen_random_uuid()`", f"lowest {r:.2f}× over the client counts",
-                    r >= 1.5)
+        self.target("server mode: tps ≥ 1.5× `gen_random_uuid()`",
+                    "lowest {:.2f}× over the client counts ({})".format(r, ", ".join(
+                        f"{n}: {tps[s][n] / tps['gen_random_uuid'][n]:.2f}×" for n in clients)), r >= 1.5)
+        if r < 1.5:
+            self.target_notes.append(
+                "Insert throughput against `gen_random_uuid()`: with `fsync` off and every table in the "
+                "operating system's page cache, a random key's page misses in shared buffers are memory copies, "
+                "not disk reads, and commits do not wait for the disk. What a random key costs here shows in "
+                "WAL bytes and full-page images per row rather than in transactions per second. A server whose "
+                "data exceeds its memory, where those misses become disk reads, is not measured here.")
         r = max(wal[s][n] / wal["bigserial"][n] for n in clients)
         self.target("server mode: WAL bytes/row ≤ 1.15× bigserial", f"highest {r:.2f}× over the client counts",
                     r <= 1.15)
         ratios = [fpi[s][n] / fpi["gen_random_uuid"][n] for n in clients if fpi["gen_random_uuid"][n]]
         r = max(ratios) if ratios else None
         self.target("server mode: full-page images/row ≤ 0.05× `gen_random_uuid()`",
-                    f"highest {fmt(r, 3)}× over the client counts", r is not None and r <= 0.05)
+                    f"highest {r:.2g}× over the client counts" if r is not None else "n/a",
+                    r is not None and r <= 0.05)
 
     def reads(self):
         rd = self.d["reads"]
@@ -221,7 +231,8 @@ class Report:
                      fmt(med(res[k]["latest_ms"]), 2)] for k in self.keys])
         self.w("**One second of keys by time**: `SELECT count(*) FROM t WHERE <condition>`, the second in the "
                "middle of the bulk load, written with the time function and with explicit key bounds "
-               "(and, for UUIDs on 18, with the server's own `uuid_extract_timestamp`).", "")
+               "(and, for UUIDs on 18, with the server's own `uuid_extract_timestamp`). The function forms read "
+               "the same index range, and recheck their condition on each key.", "")
         rows = []
         for k in self.keys:
             for form, e in res[k]["range"].items():
@@ -330,9 +341,12 @@ class Report:
                     for c in self.cands])
         self.w("The plain-SQL UUIDv7 is the kind pasted into schemas: a `gen_random_uuid()` whose first 48 bits "
                "are overwritten with the Unix time in milliseconds (see `bench/suite.py`).", "")
-        self.w("## Targets", "")
+        self.w("## Targets", "",
+               "The benchmark's targets, judged on the medians below; the workload was not tuned to meet them.", "")
         self.w(*self.targets)
         self.w("")
+        for note in self.target_notes:
+            self.w(note, "")
         self.lines.extend(body)
 
     def write(self):

@@ -31,3 +31,9 @@ CREATE FUNCTION @extschema@.objectid_upper_bound(timestamptz)
     RETURNS @extschema@.objectid
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
     AS 'MODULE_PATHNAME', 'objectid_upper_bound_wrapper';
+
+-- The last id of a time before the argument: the bound for "objectid_timestamp(id) < t".
+CREATE FUNCTION @extschema@.objectid_upper_bound_before(timestamptz)
+    RETURNS @extschema@.objectid
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'objectid_upper_bound_before_wrapper';

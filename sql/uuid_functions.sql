@@ -51,3 +51,8 @@ CREATE FUNCTION @extschema@.uuidv7_upper_bound(timestamptz)
     RETURNS uuid
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
     AS 'MODULE_PATHNAME', 'uuidv7_upper_bound_wrapper';
+
+CREATE FUNCTION @extschema@.uuidv7_upper_bound_before(timestamptz)
+    RETURNS uuid
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'uuidv7_upper_bound_before_wrapper';

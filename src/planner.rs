@@ -1,10 +1,12 @@
-//! Index scans for `objectid_timestamp(id) <op> t`, and for the extension's
-//! `uuid_extract_timestamp(id) <op> t` where the column holds only version-7 UUIDs.
+//! Index scans for `objectid_timestamp(id) <op> t`, and for `uuid_extract_timestamp(id) <op> t`
+//! (the extension's, or PostgreSQL 18's own) where the column holds only version-7 UUIDs.
 //!
 //! A btree index on `id` orders rows by creation second, so a condition on
 //! `objectid_timestamp(id)` is also a range of ids: `>=`/`>` t needs `id >= objectid_lower_bound(t)`,
-//! `<=`/`<` t needs `id <= objectid_upper_bound(t)`, `=` both. The range is lossy (it covers
-//! whole seconds), so the original condition stays as a recheck.
+//! `<=` t needs `id <= objectid_upper_bound(t)`, `<` t `id <= objectid_upper_bound_before(t)`
+//! (which stops before second t when t is a whole second), `=` both ends. The range may cover
+//! more than the condition (whole seconds; clamped ends outside the type's time range), so the
+//! original condition stays as a recheck.
 //!
 //! PostgreSQL asks a function's planner support function for index conditions
 //! (SupportRequestIndexCondition) only when the call is the whole condition or the operator's own
@@ -13,6 +15,8 @@
 //! same `IndexClause` a support function would have returned; the planner then costs it against
 //! the other paths as usual. `objectid_timestamp`'s support function (`objectid_timestamp_support`)
 //! makes sure this library, and so the hook, is loaded before such a query is planned.
+//! 18's built-in `uuid_extract_timestamp` has no such support function of ours, so its conditions
+//! get the path only in sessions that have loaded the library already (preloading does that).
 
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
@@ -59,10 +63,19 @@ impl TimeFunction {
         }
     }
 
-    fn bounds(self) -> (&'static CStr, &'static CStr) {
+    /// The bound functions: lower, upper and upper for a strict `<`.
+    fn bounds(self) -> [&'static CStr; 3] {
         match self {
-            TimeFunction::ObjectId => (c"objectid_lower_bound", c"objectid_upper_bound"),
-            TimeFunction::UuidV7 => (c"uuidv7_lower_bound", c"uuidv7_upper_bound"),
+            TimeFunction::ObjectId => [
+                c"objectid_lower_bound",
+                c"objectid_upper_bound",
+                c"objectid_upper_bound_before",
+            ],
+            TimeFunction::UuidV7 => [
+                c"uuidv7_lower_bound",
+                c"uuidv7_upper_bound",
+                c"uuidv7_upper_bound_before",
+            ],
         }
     }
 }
@@ -78,6 +91,7 @@ struct TimeCondition {
     /// The bound functions, from the schema objectid_timestamp lives in.
     lower_bound: pg_sys::Oid,
     upper_bound: pg_sys::Oid,
+    upper_bound_before: pg_sys::Oid,
 }
 
 #[pg_guard]
@@ -127,13 +141,14 @@ unsafe fn time_condition(
         let op = clause.cast::<pg_sys::OpExpr>();
         let args: Vec<*mut c_void> = list_ptrs((*op).args).collect();
         let [left, right] = args[..] else { return None };
-        let ((call, function), other, commuted) = if let Some(f) = time_function_call(left.cast()) {
-            (f, right, false)
-        } else if let Some(f) = time_function_call(right.cast()) {
-            (f, left, true)
-        } else {
-            return None;
-        };
+        let ((call, function, schema), other, commuted) =
+            if let Some(f) = time_function_call(left.cast()) {
+                (f, right, false)
+            } else if let Some(f) = time_function_call(right.cast()) {
+                (f, left, true)
+            } else {
+                return None;
+            };
         let other = other.cast::<pg_sys::Node>();
         if pg_sys::exprType(other) != pg_sys::TIMESTAMPTZOID
             || pg_sys::contain_var_clause(other)
@@ -154,8 +169,8 @@ unsafe fn time_condition(
             return None;
         }
         let strategy = if commuted { 6 - strategy } else { strategy };
-        let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace((*call).funcid));
-        let (lower, upper) = function.bounds();
+        let schema = pg_sys::get_namespace_name(schema);
+        let [lower, upper, before] = function.bounds();
         Some(TimeCondition {
             function,
             rinfo,
@@ -164,27 +179,42 @@ unsafe fn time_condition(
             other: other.cast(),
             lower_bound: lookup_bound(schema, lower)?,
             upper_bound: lookup_bound(schema, upper)?,
+            upper_bound_before: lookup_bound(schema, before)?,
         })
     }
 }
 
-/// The call if `node` is one of this extension's time functions.
+/// The call if `node` is one of this extension's time functions (or, on 18, the built-in
+/// `uuid_extract_timestamp`), with the schema to find the matching bound functions in.
 unsafe fn time_function_call(
     node: *mut pg_sys::Node,
-) -> Option<(*mut pg_sys::FuncExpr, TimeFunction)> {
+) -> Option<(*mut pg_sys::FuncExpr, TimeFunction, pg_sys::Oid)> {
     unsafe {
         if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
             return None;
         }
         let call = node.cast::<pg_sys::FuncExpr>();
+        let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
+        if extension == pg_sys::InvalidOid {
+            return None;
+        }
+        // 18's own reads a v7's milliseconds exactly as ours does, and it is the one an
+        // unqualified call reaches there. (17's knows v1 only: a v7 gives NULL, so no bound.)
+        #[cfg(feature = "pg18")]
+        if (*call).funcid == pg_sys::Oid::from(pg_sys::F_UUID_EXTRACT_TIMESTAMP) {
+            return Some((
+                call,
+                TimeFunction::UuidV7,
+                pg_sys::get_extension_schema(extension),
+            ));
+        }
         let name = pg_sys::get_func_name((*call).funcid);
         if name.is_null() {
             return None;
         }
         let function = TimeFunction::of(CStr::from_ptr(name))?;
-        let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
         let owner = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*call).funcid);
-        (extension != pg_sys::InvalidOid && owner == extension).then_some((call, function))
+        (owner == extension).then(|| (call, function, pg_sys::get_func_namespace((*call).funcid)))
     }
 }
 
@@ -245,11 +275,13 @@ unsafe fn add_index_path(
                     bound_qual(root, c, ge, c.lower_bound, keytype).cast(),
                 );
             }
+            let upper = if c.strategy == 1 {
+                c.upper_bound_before
+            } else {
+                c.upper_bound
+            };
             if c.strategy <= 3 {
-                quals = pg_sys::lappend(
-                    quals,
-                    bound_qual(root, c, le, c.upper_bound, keytype).cast(),
-                );
+                quals = pg_sys::lappend(quals, bound_qual(root, c, le, upper, keytype).cast());
             }
             let clause = pg_sys::palloc0(core::mem::size_of::<pg_sys::IndexClause>())
                 .cast::<pg_sys::IndexClause>();
@@ -278,12 +310,48 @@ unsafe fn add_index_path(
             ptr::null_mut(),
             pathkeys,
             direction,
-            false,
+            index_only(rel, index),
             ptr::null_mut(),
             1.0,
             false,
         );
         pg_sys::add_path(rel, path.cast());
+    }
+}
+
+/// Whether the scan can answer from the index alone, as PostgreSQL decides for the paths it builds
+/// itself: every column the query needs from `rel`, in its output or its conditions (our rechecked
+/// time condition among them), is one the index can return.
+unsafe fn index_only(rel: *mut pg_sys::RelOptInfo, index: *mut pg_sys::IndexOptInfo) -> bool {
+    unsafe {
+        if !pg_sys::enable_indexonlyscan {
+            return false;
+        }
+        let relid = (*rel).relid;
+        let mut needed: *mut pg_sys::Bitmapset = ptr::null_mut();
+        pg_sys::pull_varattnos((*(*rel).reltarget).exprs.cast(), relid, &mut needed);
+        for r in list_ptrs((*rel).baserestrictinfo) {
+            let clause = (*r.cast::<pg_sys::RestrictInfo>()).clause;
+            pg_sys::pull_varattnos(clause.cast(), relid, &mut needed);
+        }
+        let columns = usize::try_from((*index).ncolumns).unwrap_or(0);
+        let mut member = -1;
+        loop {
+            member = pg_sys::bms_next_member(needed, member);
+            if member < 0 {
+                return true;
+            }
+            let attno = member + pg_sys::FirstLowInvalidHeapAttributeNumber;
+            // System columns and whole-row references never come from an index.
+            if attno <= 0 {
+                return false;
+            }
+            let returnable = (0..columns)
+                .any(|i| *(*index).indexkeys.add(i) == attno && *(*index).canreturn.add(i));
+            if !returnable {
+                return false;
+            }
+        }
     }
 }
 
@@ -415,6 +483,10 @@ unsafe fn bound_qual(
             pg_sys::InvalidOid,
             pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
         );
+        // Folded to a constant where `other` is one, as the planner folds an explicit
+        // `id >= objectid_lower_bound('…')`, so that the index path is costed from the column's
+        // statistics like that one rather than with default guesses.
+        let call = pg_sys::eval_const_expressions(root, call.cast());
         let expr = pg_sys::make_opclause(
             op,
             pg_sys::BOOLOID,

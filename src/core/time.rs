@@ -62,6 +62,13 @@ pub fn upper_bound(micros: i64) -> ObjectId {
     }
 }
 
+/// Every id whose timestamp is before `t` is at most `upper_bound_before(t)`: the last id of the
+/// second one microsecond earlier. For a `t` on a whole second that is the previous second, so a
+/// `< t` condition does not scan the ids of second `t` itself, as `upper_bound(t)` would.
+pub fn upper_bound_before(micros: i64) -> ObjectId {
+    upper_bound(micros.saturating_sub(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +139,22 @@ mod tests {
         assert_eq!(lower_bound(pg(-5, 0)), ObjectId::MIN);
         assert_eq!(lower_bound(i64::MAX), ObjectId::MAX);
         assert_eq!(upper_bound(pg(5_000_000_000, 0)), ObjectId::MAX);
+    }
+
+    #[test]
+    fn bound_before_a_whole_second_ends_the_second_before() {
+        let whole = pg(1_350_508_407, 0);
+        assert_eq!(
+            upper_bound_before(whole).to_string(),
+            "507f1f76ffffffffffffffff"
+        );
+        let fraction = pg(1_350_508_407, 1);
+        assert_eq!(
+            upper_bound_before(fraction).to_string(),
+            "507f1f77ffffffffffffffff"
+        );
+        assert_eq!(upper_bound_before(i64::MIN), ObjectId::MIN);
+        assert_eq!(upper_bound_before(pg(0, 0)), ObjectId::MIN);
+        assert_eq!(upper_bound_before(i64::MAX), ObjectId::MAX);
     }
 }

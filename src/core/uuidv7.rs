@@ -157,6 +157,12 @@ pub fn upper_bound(micros: i64) -> Uuid {
     }
 }
 
+/// Every v7 whose timestamp is before t is at most `upper_bound_before(t)`: the last possible v7
+/// of the millisecond one microsecond earlier, so that `< t` on a whole millisecond stops before it.
+pub fn upper_bound_before(micros: i64) -> Uuid {
+    upper_bound(micros.saturating_sub(1))
+}
+
 enum Clamp {
     Below,
     In(i64),
@@ -323,5 +329,16 @@ mod tests {
         assert_eq!(upper_bound(i64::MAX), [0xff; 16]);
         assert_eq!(upper_bound(-946_684_800_000_001), [0; 16]);
         assert_eq!(lower_bound(i64::MAX - 1), [0xff; 16]);
+        let whole_ms = (1_704_067_200_123 - 946_684_800_000) * 1000;
+        assert_eq!(
+            hex(&upper_bound_before(whole_ms)),
+            "018cc251f47affffffffffffffffffff"
+        );
+        assert_eq!(
+            hex(&upper_bound_before(whole_ms + 1)),
+            "018cc251f47bffffffffffffffffffff"
+        );
+        assert_eq!(upper_bound_before(i64::MIN), [0; 16]);
+        assert_eq!(upper_bound_before(i64::MAX), [0xff; 16]);
     }
 }

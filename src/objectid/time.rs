@@ -27,6 +27,11 @@ fn objectid_upper_bound(at: TimestampWithTimeZone) -> ObjectId {
     time::upper_bound(at.into())
 }
 
+#[pg_extern(sql = false)]
+fn objectid_upper_bound_before(at: TimestampWithTimeZone) -> ObjectId {
+    time::upper_bound_before(at.into())
+}
+
 pub(crate) fn out_of_range_error(at: TimestampWithTimeZone, e: OutOfRange) -> ! {
     let shown = match e {
         OutOfRange::Infinity => "infinity".to_string(),

@@ -36,3 +36,8 @@ fn uuidv7_lower_bound(at: TimestampWithTimeZone) -> Uuid {
 fn uuidv7_upper_bound(at: TimestampWithTimeZone) -> Uuid {
     Uuid::from_bytes(uuidv7::upper_bound(at.into()))
 }
+
+#[pg_extern(sql = false)]
+fn uuidv7_upper_bound_before(at: TimestampWithTimeZone) -> Uuid {
+    Uuid::from_bytes(uuidv7::upper_bound_before(at.into()))
+}

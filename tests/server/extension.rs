@@ -34,6 +34,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_timestamp", "i", true, "s", true),
     ("objectid_timestamp_support", "i", true, "s", false),
     ("objectid_upper_bound", "i", true, "s", true),
+    ("objectid_upper_bound_before", "i", true, "s", true),
     ("uuid_extract_timestamp", "i", true, "s", true),
     ("uuid_extract_version", "i", true, "s", true),
     ("uuidv4", "v", true, "s", false),
@@ -43,6 +44,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("uuidv7_from_time", "i", true, "s", false),
     ("uuidv7_lower_bound", "i", true, "s", true),
     ("uuidv7_upper_bound", "i", true, "s", true),
+    ("uuidv7_upper_bound_before", "i", true, "s", true),
 ];
 
 #[test]

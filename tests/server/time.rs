@@ -120,6 +120,32 @@ fn bounds_never_fail_and_bracket_the_second() {
     );
 }
 
+#[test]
+fn bound_before_stops_at_the_previous_second() {
+    let mut c = fresh_db("t_time_bound_before");
+    let row = c
+        .query_one(
+            "SELECT objectid_upper_bound_before('2012-10-17 21:13:27+00')::text, \
+                    objectid_upper_bound_before('2012-10-17 21:13:27.000001+00')::text, \
+                    objectid_upper_bound_before('1970-01-01 00:00:00+00')::text, \
+                    objectid_upper_bound_before('-infinity')::text, \
+                    objectid_upper_bound_before('infinity')::text",
+            &[],
+        )
+        .unwrap();
+    let got: Vec<String> = (0..5).map(|i| row.get(i)).collect();
+    assert_eq!(
+        got,
+        vec![
+            "507f1f76ffffffffffffffff",
+            "507f1f77ffffffffffffffff",
+            "000000000000000000000000",
+            "000000000000000000000000",
+            "ffffffffffffffffffffffff",
+        ]
+    );
+}
+
 /// A table of 200,000 ids, one a minute going back from now (about 139 days).
 fn events_table(c: &mut postgres::Client, schema: &str) {
     c.batch_execute(&format!(
@@ -162,9 +188,9 @@ fn time_conditions_use_the_primary_key() {
             1,
             vec![">= objectid_lower_bound(", "<= objectid_upper_bound("],
         ),
-        ("objectid_timestamp(id) < now() - interval '138 days 23 hours'", 0, vec!["<= objectid_upper_bound("]),
+        ("objectid_timestamp(id) < now() - interval '138 days 23 hours'", 0, vec!["<= objectid_upper_bound_before("]),
         ("objectid_timestamp(id) <= now() - interval '138 days'", -1, vec!["<= objectid_upper_bound("]),
-        ("now() - interval '138 days' > objectid_timestamp(id)", -1, vec!["<= objectid_upper_bound("]),
+        ("now() - interval '138 days' > objectid_timestamp(id)", -1, vec!["<= objectid_upper_bound_before("]),
     ];
     let expected_old = one_i64(
         &mut c,
@@ -246,4 +272,49 @@ fn time_conditions_in_another_schema() {
         "SELECT count(*) FROM events WHERE ids.objectid_timestamp(id) >= now() - interval '1 hour'",
     );
     assert!((59..=62).contains(&n), "{n} rows");
+}
+
+/// A range between two constant times scans exactly its seconds' keys, with bounds folded to
+/// constants like explicit ones, and from the index alone when nothing else is needed.
+#[test]
+fn constant_time_ranges_scan_only_their_keys_from_the_index() {
+    let mut c = fresh_db("t_time_exact_range");
+    events_table(&mut c, "");
+    c.batch_execute("VACUUM events").unwrap();
+    let from = one_string(
+        &mut c,
+        "SELECT date_trunc('second', now() - interval '3 hours')::text",
+    );
+    let to = one_string(
+        &mut c,
+        "SELECT date_trunc('second', now() - interval '1 hour')::text",
+    );
+    let condition =
+        format!("objectid_timestamp(id) >= '{from}' AND objectid_timestamp(id) < '{to}'");
+    let q = format!("SELECT count(*) FROM events WHERE {condition}");
+    let plan = explain(&mut c, &q);
+    let lower = one_string(
+        &mut c,
+        &format!("SELECT objectid_lower_bound('{from}')::text"),
+    );
+    let upper = one_string(
+        &mut c,
+        &format!("SELECT objectid_upper_bound_before('{to}')::text"),
+    );
+    assert!(plan.contains("Index Only Scan using events_pkey"), "{plan}");
+    assert!(
+        plan.contains(&format!("id >= '{lower}'::objectid"))
+            && plan.contains(&format!("id <= '{upper}'::objectid")),
+        "{plan}"
+    );
+    // Nothing of the second `to` is read only to be filtered out again.
+    let analyzed = explain_analyze(&mut c, &q);
+    assert!(!analyzed.contains("Rows Removed by Filter"), "{analyzed}");
+    let count = one_i64(&mut c, &q);
+    assert_eq!(count, 120, "one id a minute for two hours");
+    c.batch_execute(
+        "SET enable_indexscan = off; SET enable_indexonlyscan = off; SET enable_bitmapscan = off",
+    )
+    .unwrap();
+    assert_eq!(one_i64(&mut c, &q), count);
 }
