@@ -3,13 +3,14 @@
 # clusters, runs every workload of bench/suite.py over every candidate, and writes
 # docs/benchmarks.md, docs/benchmarks.json and the charts docs/bench-*.png.
 #
-#   scripts/bench.sh [--scale N] [--reps N] [--seconds N] [--pg VERSION]
+#   scripts/bench.sh [--scale N] [--reps N] [--seconds N] [--pg VERSION] [--out DIR]
 #
 #   --scale N     multiplies the row counts (default 1: 2 million rows per bulk load)
 #   --reps N      repetitions of each measurement; the report gives medians (default 3)
 #   --seconds N   length of each pgbench run (default 10)
 #   --pg VERSION  the server most candidates run on, 14-18 (default 18, whose built-in uuidv7()
 #                 is then a candidate too)
+#   --out DIR     where the report, charts and JSON go (default docs/ of this repository)
 #
 # Per-backend generator state only exists where there is neither shared_preload_libraries nor the
 # DSM registry, that is below 17; so that candidate runs on a second, not preloaded cluster (the
@@ -18,20 +19,23 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-scale=1 reps=3 seconds=10 main=18
+scale=1 reps=3 seconds=10 main=18 out="$ROOT/docs"
 while [ $# -gt 0 ]; do
     case $1 in
         --scale) scale=$2 ;;
         --reps) reps=$2 ;;
         --seconds) seconds=$2 ;;
         --pg) main=$2 ;;
-        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --out) out=$2 ;;
+        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
 done
 case $main in 14 | 15 | 16 | 17 | 18) ;; *) die "--pg must be 14-18 (pg_stat_wal is needed)" ;; esac
 if [ "$main" -le 16 ]; then backend=$main; else backend=16; fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
 started=$(date +%s)
 "$ROOT/scripts/setup.sh" "$main" "$backend"
@@ -73,7 +77,13 @@ settings=(
 
 child=""
 cleanup() {
-    [ -n "$child" ] && kill "$child" 2>/dev/null && wait "$child" 2>/dev/null
+    # Whatever failed or was interrupted, go on to stop the servers.
+    set +e
+    if [ -n "$child" ]; then
+        kill "$child" 2>/dev/null
+        wait "$child" 2>/dev/null
+    fi
+    log "stopping the benchmark's servers"
     cluster_stop "$main_cfg" "$base/main"
     cluster_stop "$backend_cfg" "$base/backend"
 }
@@ -95,9 +105,9 @@ PYTHONPATH="$pydeps" python3 "$ROOT/bench/suite.py" \
     --backend "$base/backend:55541:$(dirname "$backend_cfg")" \
     --rows "$rows" --reps "$reps" --seconds "$seconds" \
     --settings "$(printf '%s\n' "${settings[@]}")" \
-    --json "$ROOT/docs/benchmarks.json" &
+    --json "$out/benchmarks.json" &
 child=$!
 wait "$child"
 child=""
-PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$ROOT/docs/benchmarks.json" "$ROOT/docs"
-log "benchmark finished in $(($(date +%s) - started)) s: docs/benchmarks.md"
+PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$out/benchmarks.json" "$out" >/dev/null
+log "benchmark finished in $(($(date +%s) - started)) s: $out/benchmarks.md"
