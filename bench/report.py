@@ -347,6 +347,7 @@ class Report:
                "compare.",
                "- Both servers run with the same settings, on top of `fsync = off` and initdb's defaults: "
                + ", ".join(f"`{s}`" for s in d["settings"]) + ".",
+               self.fit_line(),
                "- `fsync` and `synchronous_commit` are off so that tps measures the work a key causes rather "
                "than the disk's flush latency. `full_page_writes` stays on, so the full-page image counts "
                "are real.", "")
@@ -363,6 +364,19 @@ class Report:
         for note in self.target_notes:
             self.w(note, "")
         self.lines.extend(body)
+
+    def fit_line(self):
+        """Whether the largest bulk-loaded primary key fits in shared buffers (it should not)."""
+        m = self.bulk_medians
+        largest = max(self.keys, key=lambda k: m[k]["index_bytes"])
+        sb = next((x for x in self.d["settings"] if x.startswith("shared_buffers")), None)
+        kb = int(sb.split("'")[1].removesuffix("kB")) if sb and sb.split("'")[1].endswith("kB") else None
+        if kb is None:
+            return "- shared_buffers: see the settings above."
+        index_mib, sb_mib = m[largest]["index_bytes"] / 2**20, kb / 1024
+        return (f"- The largest primary key after a bulk load, {self.label[largest]}'s, is {index_mib:.0f} MiB; "
+                f"shared buffers are {sb_mib:.0f} MiB, so it "
+                + ("does not fit." if index_mib > sb_mib else "fits (the scale is too small to show misses)."))
 
     def write(self):
         self.render()
