@@ -194,19 +194,18 @@ unsafe fn time_function_call(
             return None;
         }
         let call = node.cast::<pg_sys::FuncExpr>();
-        let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
-        if extension == pg_sys::InvalidOid {
-            return None;
-        }
+        // The cheap tests first: this runs for every function call in every restriction, and
+        // finding the extension reads pg_extension, which has no cache.
+        let extension = || {
+            let oid = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
+            (oid != pg_sys::InvalidOid).then_some(oid)
+        };
         // 18's own reads a v7's milliseconds exactly as ours does, and it is the one an
         // unqualified call reaches there. (17's knows v1 only: a v7 gives NULL, so no bound.)
         #[cfg(feature = "pg18")]
         if (*call).funcid == pg_sys::Oid::from(pg_sys::F_UUID_EXTRACT_TIMESTAMP) {
-            return Some((
-                call,
-                TimeFunction::UuidV7,
-                pg_sys::get_extension_schema(extension),
-            ));
+            let schema = pg_sys::get_extension_schema(extension()?);
+            return Some((call, TimeFunction::UuidV7, schema));
         }
         let name = pg_sys::get_func_name((*call).funcid);
         if name.is_null() {
@@ -214,7 +213,8 @@ unsafe fn time_function_call(
         }
         let function = TimeFunction::of(CStr::from_ptr(name))?;
         let owner = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*call).funcid);
-        (owner == extension).then(|| (call, function, pg_sys::get_func_namespace((*call).funcid)))
+        (Some(owner) == extension())
+            .then(|| (call, function, pg_sys::get_func_namespace((*call).funcid)))
     }
 }
 
