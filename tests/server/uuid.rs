@@ -207,6 +207,29 @@ fn time_helpers() {
     assert_eq!(row.get::<_, String>(1), "2024-01-01 00:00:00.123+00");
     assert_eq!(row.get::<_, String>(2), "2024-01-01 00:00:00.123+00");
     assert!(row.get::<_, bool>(3));
+    // The planner's bound for `< t`: never an error, and on a whole millisecond it ends the one
+    // before.
+    let row = c
+        .query_one(
+            "SELECT public.uuidv7_upper_bound_before('2024-01-01 00:00:00.123+00')::text, \
+                    public.uuidv7_upper_bound_before('2024-01-01 00:00:00.123001+00')::text, \
+                    public.uuidv7_upper_bound_before('-infinity')::text, \
+                    public.uuidv7_upper_bound_before('infinity')::text, \
+                    public.uuidv7_upper_bound_before(NULL) IS NULL",
+            &[],
+        )
+        .unwrap();
+    let got: Vec<String> = (0..4).map(|i| row.get(i)).collect();
+    assert_eq!(
+        got,
+        vec![
+            "018cc251-f47a-ffff-ffff-ffffffffffff",
+            "018cc251-f47b-ffff-ffff-ffffffffffff",
+            "00000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        ]
+    );
+    assert!(row.get::<_, bool>(4));
     for f in ["uuidv7_from_time", "uuidv7_at"] {
         for at in [
             "1969-12-31 23:59:59.999+00",
