@@ -57,4 +57,49 @@ mod tests {
             );
         }
     }
+
+    /// Issue 10, item 5: a generator past its last id (second 2106-02-07 06:28:15, counter
+    /// 0xFFFFFF) makes gen_objectid() fail with SQLSTATE 2200H instead of wrapping.
+    #[pg_test]
+    fn gen_objectid_refuses_past_the_last_second_with_2200h() {
+        use crate::core::generator::Generator;
+        use crate::objectid::generate::next_id;
+        let g = Generator::new([1, 2, 3, 4, 5], 0x00ff_ffff, 0);
+        let last = g.next(u32::MAX).expect("the last id");
+        assert_eq!(last.to_hex(), "ffffffff0102030405ffffff");
+        assert_eq!(
+            refused_with(|| next_id(&g)),
+            Some(PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED)
+        );
+    }
+
+    /// Issue 10, item 6: gen_objectid_at() refuses with SQLSTATE 2200H rather than wrap its
+    /// backfill counter.
+    #[pg_test]
+    fn gen_objectid_at_refuses_past_the_backfill_limit_with_2200h() {
+        use crate::core::generator::Generator;
+        use crate::objectid::generate::next_id_at;
+        let g = Generator::new([1, 2, 3, 4, 5], 0, u64::MAX - 1);
+        assert_eq!(next_id_at(&g, 7).to_hex(), "00000007fffffffffffffffe");
+        assert_eq!(
+            refused_with(|| next_id_at(&g, 7)),
+            Some(PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED)
+        );
+    }
+
+    /// The SQLSTATE of the error `f` raises, None if it returns.
+    fn refused_with(
+        f: impl FnOnce() -> ObjectId + std::panic::UnwindSafe,
+    ) -> Option<PgSqlErrorCode> {
+        PgTryBuilder::new(|| {
+            f();
+            None
+        })
+        .catch_others(|e| match e {
+            pg_sys::panic::CaughtError::PostgresError(r)
+            | pg_sys::panic::CaughtError::ErrorReport(r) => Some(r.sql_error_code()),
+            other => other.rethrow(),
+        })
+        .execute()
+    }
 }

@@ -1,107 +1,214 @@
-//! The ObjectId generator: one random value and one counter, shared by every caller.
+//! The ObjectId generator: one random value, one counter and one backfill counter, shared by
+//! every caller.
 //!
-//! All state sits in a single 64-bit word, `seconds << 24 | counter` of the last id handed out,
-//! changed by compare-and-swap. That makes the generator lock-free and usable from shared memory
-//! by every process of a server at once, and it makes "generation order" well defined: the order
-//! in which the word was swapped. Within one second the counter then rises with generation order,
-//! so ids sort in the order they were made; across seconds the timestamp rises. The one exception
-//! is the counter's wrap from 0xFFFFFF to 0, which only happens after 16,777,216 ids and puts the
-//! ids after it below those before it if both fall in the same second.
+//! # `next`: ids for the current time (`gen_objectid()`)
 //!
-//! When the wall clock steps back, the generator keeps the last second it used: ids never go
-//! backwards because of the clock.
+//! The state is one 64-bit word, `seconds << 24 | counter` (56 bits used), the *floor*: the
+//! smallest id (read as that number) the generator may hand out next. An id for the clock
+//! reading `now` is
+//!
+//! ```text
+//! word  = max(floor, now << 24 | (floor & 0xFFFFFF))
+//! floor = word + 1                         (one compare-and-swap)
+//! ```
+//!
+//! `word >= floor` and the new floor is `word + 1`, so every word handed out is strictly greater
+//! than every word handed out before it: the words, in the order the compare-and-swap took
+//! effect, strictly increase. An id is `seconds (4 bytes, big-endian) | random value (5) |
+//! counter (3, big-endian)` with the random value fixed for the generator, so byte order of the
+//! ids is the numeric order of their words. Hence, by construction and with no exception, the
+//! ids of one generator are unique and strictly increase in generation order; no clock
+//! behaviour and no number of ids changes that.
+//!
+//! What this means for the stamped second:
+//!
+//! - While the clock is ahead of the floor's second, the id takes the clock's second and the
+//!   counter simply continues (it starts at a random value, as MongoDB's does).
+//! - When the counter passes 0xFFFFFF, the carry moves the floor to the next second: the
+//!   stamped second may run ahead of the clock. It runs ahead by at most one second per
+//!   16,777,216 ids made since the stamped second was last the clock's; at any rate below
+//!   16,777,216 ids per second that is at most one second, until the clock catches up.
+//! - When the clock steps back, the floor keeps the last second used; ids stamp it (moving on
+//!   only by such carries) until the clock is past it again.
+//! - The last possible word is second u32::MAX (2106-02-07 06:28:15 UTC), counter 0xFFFFFF.
+//!   After it the generator refuses ([`Exhausted`]): it never wraps.
+//!
+//! # `next_at`: ids for a given second (`gen_objectid_at()`)
+//!
+//! A separate 64-bit counter, the backfill counter, gives the 8 bytes after the seconds. It
+//! starts at a random value below 2^63, only goes up, and skips the 2^24 values whose first five
+//! bytes are the generator's random value, so a backfill id never equals an id of `next`
+//! (those all carry the random value there). The counter refuses rather than wrap: u64::MAX is
+//! never used, which leaves at least 2^63 - 2^24 backfill ids per generator (u64::MAX - start
+//! values, less the skipped block): unique whatever seconds they carry, and ascending in call
+//! order within one second. The backfill counter and the
+//! floor are independent: backfilling never moves the live ids' second or counter.
+//!
+//! Both words change by compare-and-swap only, which makes the generator lock-free and usable
+//! from shared memory by every process of a server at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::core::fork;
 use crate::core::objectid::ObjectId;
 
 const COUNTER_BITS: u32 = 24;
 const COUNTER_MASK: u64 = (1 << COUNTER_BITS) - 1;
+/// One past the last word: second u32::MAX, counter 0xFFFFFF.
+const WORD_END: u64 = 1 << (32 + COUNTER_BITS);
 
-/// The generator's state. `repr(C)` with plain bytes and one atomic, so it may be placed in
+/// The generator has no id left to give: its stamped second would pass u32::MAX
+/// (2106-02-07 06:28:15 UTC), or its backfill counter would pass u64::MAX. It stays so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exhausted {
+    /// `next`: after the last counter value of second u32::MAX.
+    LastSecond,
+    /// `next_at`: after the last backfill value.
+    Backfill,
+}
+
+/// The generator's state. `repr(C)` with plain bytes and atomics, so it may be placed in
 /// PostgreSQL shared memory and used by many processes without a lock.
 #[repr(C)]
 pub struct Generator {
     random: [u8; 5],
-    last: AtomicU64,
+    /// `seconds << 24 | counter` of the smallest id `next` may hand out; at most WORD_END.
+    floor: AtomicU64,
+    /// The smallest value `next_at` may use for bytes 4–11; u64::MAX when exhausted.
+    backfill: AtomicU64,
 }
 
 impl Generator {
-    /// A generator whose first id has counter `counter_start` (its low 24 bits).
-    pub fn new(random: [u8; 5], counter_start: u32) -> Self {
+    /// A generator whose first id has counter `counter_start` (its low 24 bits) and whose first
+    /// backfill id has bytes 4–11 `backfill_start` (or the first value after it that does not
+    /// begin with the random value).
+    pub fn new(random: [u8; 5], counter_start: u32, backfill_start: u64) -> Self {
         Generator {
             random,
-            // The word holds the last counter used; seconds 0 lets the clock take over at once.
-            last: AtomicU64::new(u64::from(counter_start).wrapping_sub(1) & COUNTER_MASK),
+            // Seconds 0: the clock takes over at once.
+            floor: AtomicU64::new(u64::from(counter_start) & COUNTER_MASK),
+            backfill: AtomicU64::new(backfill_start),
         }
     }
 
-    /// A generator from the OS's random source, as every real generator is made.
+    /// A generator from the OS's random source, as every real generator is made: random value,
+    /// counter start, and a backfill start below 2^63 (so at least 2^63 backfill values remain).
     pub fn from_os_random() -> Result<Self, crate::core::random::Error> {
-        let bytes: [u8; 8] = crate::core::random::os_random()?;
-        let random = [bytes[0], bytes[1], bytes[2], bytes[3], bytes[4]];
-        let counter = u32::from_be_bytes([0, bytes[5], bytes[6], bytes[7]]);
-        Ok(Generator::new(random, counter))
+        let b: [u8; 16] = crate::core::random::os_random()?;
+        let random = [b[0], b[1], b[2], b[3], b[4]];
+        let counter = u32::from_be_bytes([0, b[5], b[6], b[7]]);
+        let backfill = u64::from_be_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]);
+        Ok(Generator::new(random, counter, backfill >> 1))
     }
 
     pub fn random_value(&self) -> [u8; 5] {
         self.random
     }
 
-    /// The next id, stamped with `now` (Unix seconds) or with the last second used if the clock
-    /// has gone back since.
-    pub fn next(&self, now: u32) -> ObjectId {
-        let mut current = self.last.load(Ordering::Relaxed);
+    /// The random value as the top 40 bits of a backfill value would hold it.
+    fn random_prefix(&self) -> u64 {
+        let r = self.random;
+        u64::from_be_bytes([0, 0, 0, r[0], r[1], r[2], r[3], r[4]])
+    }
+
+    /// The next id for the clock reading `now` (Unix seconds): see the module documentation.
+    /// Strictly greater than every id this generator handed out before.
+    #[inline]
+    pub fn next(&self, now: u32) -> Result<ObjectId, Exhausted> {
+        let mut floor = self.floor.load(Ordering::Relaxed);
         loop {
-            let seconds = now.max((current >> COUNTER_BITS) as u32);
-            let counter = current.wrapping_add(1) & COUNTER_MASK;
-            let next = (u64::from(seconds) << COUNTER_BITS) | counter;
-            match self.last.compare_exchange_weak(
-                current,
-                next,
+            let word = floor.max((u64::from(now) << COUNTER_BITS) | (floor & COUNTER_MASK));
+            if word >= WORD_END {
+                return Err(Exhausted::LastSecond);
+            }
+            match self.floor.compare_exchange_weak(
+                floor,
+                word + 1,
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return ObjectId::from_parts(seconds, self.random, counter as u32),
-                Err(actual) => current = actual,
+                Ok(_) => {
+                    let seconds = (word >> COUNTER_BITS) as u32;
+                    let counter = (word & COUNTER_MASK) as u32;
+                    return Ok(ObjectId::from_parts(seconds, self.random, counter));
+                }
+                Err(actual) => floor = actual,
             }
         }
     }
 
-    /// A fresh id carrying `seconds` instead of the clock, for keys of rows made in the past.
-    /// It takes the next counter value, so it is unique among this generator's ids, but it does
-    /// not move the generator's last second: backfilling old rows leaves new ids unaffected.
-    pub fn next_at(&self, seconds: u32) -> ObjectId {
-        let previous = self
-            .last
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |current| {
-                Some((current & !COUNTER_MASK) | (current.wrapping_add(1) & COUNTER_MASK))
-            })
-            .expect("the update always succeeds");
-        let counter = previous.wrapping_add(1) & COUNTER_MASK;
-        ObjectId::from_parts(seconds, self.random, counter as u32)
+    /// A fresh id carrying `seconds` instead of the clock, for keys of rows made in the past:
+    /// `seconds` and the next backfill value. Unique among this generator's ids of either kind;
+    /// leaves `next`'s state alone.
+    pub fn next_at(&self, seconds: u32) -> Result<ObjectId, Exhausted> {
+        let live = self.random_prefix();
+        let mut current = self.backfill.load(Ordering::Relaxed);
+        loop {
+            let value = if current >> COUNTER_BITS == live {
+                // Past the block of values that could equal an id of `next`.
+                (current | COUNTER_MASK).checked_add(1)
+            } else {
+                Some(current)
+            };
+            // u64::MAX itself is never handed out: the state could not move past it.
+            let Some(value) = value.filter(|&v| v != u64::MAX) else {
+                return Err(Exhausted::Backfill);
+            };
+            match self.backfill.compare_exchange_weak(
+                current,
+                value + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let mut b = [0u8; 12];
+                    b[0..4].copy_from_slice(&seconds.to_be_bytes());
+                    b[4..12].copy_from_slice(&value.to_be_bytes());
+                    return Ok(ObjectId::from_bytes(b));
+                }
+                Err(actual) => current = actual,
+            }
+        }
     }
 }
 
 /// A generator owned by one process: made on first use and made again whenever the process id
-/// changes, so that a forked child never continues its parent's random value and counter.
+/// or the fork generation ([`fork`]) changes, so that a forked child never continues its
+/// parent's random value and counters, whether PostgreSQL forked it or other code did.
 #[derive(Default)]
 pub struct PerProcess {
-    owner: Option<(u32, Generator)>,
+    owner: Option<Owner>,
+}
+
+struct Owner {
+    pid: u32,
+    fork_generation: u64,
+    generator: Generator,
 }
 
 impl PerProcess {
-    /// The generator of process `pid`, made with `make` if this process has none yet.
+    /// The generator of process `pid`, made with `make` if this process has none yet. Costs a
+    /// relaxed atomic load and two comparisons once the generator exists.
+    #[inline]
     pub fn get<E>(
         &mut self,
         pid: u32,
         make: impl FnOnce() -> Result<Generator, E>,
     ) -> Result<&Generator, E> {
+        let generation = fork::generation();
         match &self.owner {
-            Some((owner, _)) if *owner == pid => {}
-            _ => self.owner = Some((pid, make()?)),
+            Some(o) if o.pid == pid && o.fork_generation == generation => {}
+            _ => {
+                // Register the fork handler before recording the generation it will change.
+                fork::watch();
+                self.owner = Some(Owner {
+                    pid,
+                    fork_generation: fork::generation(),
+                    generator: make()?,
+                });
+            }
         }
-        Ok(&self.owner.as_ref().expect("set above").1)
+        Ok(&self.owner.as_ref().expect("set above").generator)
     }
 }
 
@@ -111,83 +218,259 @@ mod tests {
     use std::sync::Arc;
 
     const RANDOM: [u8; 5] = [1, 2, 3, 4, 5];
+    /// A plausible clock reading (2023-11-14).
+    const T: u32 = 1_700_000_000;
+
+    fn word(id: &ObjectId) -> u64 {
+        (u64::from(id.timestamp()) << COUNTER_BITS) | u64::from(id.counter())
+    }
 
     #[test]
     fn lays_out_fields_and_counts_from_the_start_value() {
-        let g = Generator::new(RANDOM, 0x00ab_cdef);
-        let a = g.next(0x6500_0000);
+        let g = Generator::new(RANDOM, 0x00ab_cdef, 0);
+        let a = g.next(0x6500_0000).unwrap();
         assert_eq!(
             a.as_bytes(),
             &[0x65, 0, 0, 0, 1, 2, 3, 4, 5, 0xab, 0xcd, 0xef]
         );
-        let b = g.next(0x6500_0000);
+        let b = g.next(0x6500_0000).unwrap();
         assert_eq!(b.counter(), 0x00ab_cdf0);
         assert!(a < b);
     }
 
     #[test]
-    fn counter_wraps_to_zero() {
-        let g = Generator::new(RANDOM, 0x00ff_fffe);
-        let counters: Vec<u32> = (0..4).map(|_| g.next(100).counter()).collect();
-        assert_eq!(counters, vec![0xff_fffe, 0xff_ffff, 0, 1]);
-        // Within one second the wrap is the one place where order breaks.
-        let ids: Vec<ObjectId> = (0..2).map(|_| g.next(100)).collect();
-        assert!(ids[0] < ids[1]);
+    fn counter_wrap_carries_into_the_next_second() {
+        let g = Generator::new(RANDOM, 0x00ff_fffe, 0);
+        let ids: Vec<ObjectId> = (0..4).map(|_| g.next(100).unwrap()).collect();
+        let fields: Vec<(u32, u32)> = ids.iter().map(|x| (x.timestamp(), x.counter())).collect();
+        assert_eq!(
+            fields,
+            [(100, 0xff_fffe), (100, 0xff_ffff), (101, 0), (101, 1)],
+            "the wrap moves the stamped second on, ahead of the frozen clock"
+        );
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        // The clock catching up changes nothing; passing the stamp takes over again.
+        assert_eq!(
+            (
+                g.next(101).unwrap().timestamp(),
+                g.next(103).unwrap().timestamp()
+            ),
+            (101, 103)
+        );
     }
 
     #[test]
     fn wrap_across_a_second_keeps_order() {
-        let g = Generator::new(RANDOM, 0x00ff_ffff);
-        let a = g.next(100);
-        let b = g.next(101);
+        let g = Generator::new(RANDOM, 0x00ff_ffff, 0);
+        let a = g.next(100).unwrap();
+        let b = g.next(101).unwrap();
         assert_eq!((a.counter(), b.counter()), (0xff_ffff, 0));
-        assert!(a < b, "the later second sorts first, whatever the counter");
+        assert_eq!(b.timestamp(), 101);
+        assert!(a < b);
     }
 
     #[test]
     fn clock_stepping_back_keeps_the_last_second() {
-        let g = Generator::new(RANDOM, 7);
-        let a = g.next(1_000);
-        let b = g.next(990);
-        let c = g.next(995);
-        let d = g.next(1_001);
-        assert_eq!(
-            [a, b, c, d].map(|x| x.timestamp()),
-            [1_000, 1_000, 1_000, 1_001]
-        );
-        assert!(a < b && b < c && c < d);
+        let g = Generator::new(RANDOM, 7, 0);
+        let ids = [1_000, 990, 995, 1_001].map(|now| g.next(now).unwrap());
+        assert_eq!(ids.map(|x| x.timestamp()), [1_000, 1_000, 1_000, 1_001]);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
     fn extreme_seconds() {
-        let g = Generator::new(RANDOM, 0);
-        assert_eq!(g.next(0).timestamp(), 0);
-        assert_eq!(g.next(u32::MAX).timestamp(), u32::MAX);
-        assert_eq!(g.next(5).timestamp(), u32::MAX, "never goes back");
+        let g = Generator::new(RANDOM, 0, 0);
+        assert_eq!(g.next(0).unwrap().timestamp(), 0);
+        assert_eq!(g.next(u32::MAX).unwrap().timestamp(), u32::MAX);
+        assert_eq!(g.next(5).unwrap().timestamp(), u32::MAX, "never goes back");
+    }
+
+    /// Issue 10, item 5: the clock frozen on one second for 50 million ids, starting just below
+    /// the counter's wrap. Ids must be exactly consecutive words, so unique and ascending.
+    #[test]
+    fn frozen_clock_never_repeats_an_id_in_50_million() {
+        const N: u64 = 50_000_000;
+        const START: u32 = 0x00ff_fff0;
+        let g = Generator::new(RANDOM, START, 0);
+        let first = (u64::from(T) << COUNTER_BITS) | u64::from(START);
+        let mut previous = g.next(T).unwrap();
+        assert_eq!(word(&previous), first);
+        for i in 1..N {
+            let id = g.next(T).unwrap();
+            // Strictly greater than the one before: all unique, with no exception at the wraps.
+            assert!(previous < id, "id {i}: {previous} then {id}");
+            previous = id;
+        }
+        assert_eq!(
+            word(&previous),
+            first + N - 1,
+            "no word skipped or repeated"
+        );
+        assert_eq!(
+            previous.timestamp(),
+            T + 3,
+            "three carries: the stamp ran three seconds ahead of the frozen clock"
+        );
+        assert_eq!(previous.random_value(), RANDOM);
+    }
+
+    /// Issue 10, item 5: an NTP step back of one hour while ids are made at 4,700 per second
+    /// (16.9 million in the hour, more than a counter cycle). No id may repeat or descend; the
+    /// stamp stays at the last second used, moves on only by a carry, and follows the clock
+    /// again once the clock has passed it.
+    #[test]
+    fn clock_stepping_back_an_hour_never_repeats_an_id() {
+        const PER_SECOND: u32 = 4_700;
+        let g = Generator::new(RANDOM, 0x0000_1000, 0);
+        let mut previous = g.next(T).unwrap();
+        let mut carries = 0;
+        for now in (T - 3_600)..=(T + 2) {
+            for _ in 0..PER_SECOND {
+                let id = g.next(now).unwrap();
+                assert!(previous < id, "clock {now}: {previous} then {id}");
+                let stamp = id.timestamp();
+                assert!(stamp >= T, "the stamp never goes back");
+                assert!(
+                    stamp <= now.max(T) + 1,
+                    "clock {now}: stamp {stamp} ahead by more than the one carry"
+                );
+                if stamp > now.max(T) {
+                    carries = 1;
+                }
+                previous = id;
+            }
+        }
+        assert_eq!(
+            carries, 1,
+            "a counter cycle passed while the clock was behind"
+        );
+        assert_eq!(previous.timestamp(), T + 2, "back on the clock");
     }
 
     #[test]
-    fn next_at_uses_the_given_time_and_shares_the_counter() {
-        let g = Generator::new(RANDOM, 10);
-        let a = g.next(2_000);
-        let old = g.next_at(1_000);
-        let b = g.next(1_500);
-        assert_eq!(old.timestamp(), 1_000);
-        assert_eq!([a.counter(), old.counter(), b.counter()], [10, 11, 12]);
-        // The backfill did not move the generator's last second, and did not go forward either.
-        assert_eq!(b.timestamp(), 2_000);
-        assert_eq!(g.next_at(3_000).timestamp(), 3_000);
-        assert_eq!(g.next(1_500).timestamp(), 2_000);
+    fn refuses_after_the_last_second_instead_of_wrapping() {
+        let g = Generator::new(RANDOM, 0x00ff_fffe, 0);
+        assert_eq!(g.next(u32::MAX).unwrap().counter(), 0xff_fffe);
+        let last = g.next(u32::MAX).unwrap();
+        assert_eq!((last.timestamp(), last.counter()), (u32::MAX, 0xff_ffff));
+        assert_eq!(g.next(u32::MAX), Err(Exhausted::LastSecond));
+        assert_eq!(
+            g.next(5),
+            Err(Exhausted::LastSecond),
+            "and stays so, whatever the clock"
+        );
+        assert!(g.next_at(5).is_ok(), "backfilling has its own counter");
     }
 
     #[test]
     fn threads_get_unique_ids_in_generation_order() {
-        // Far from the wrap, which is the one documented exception to ordering.
-        let g = Arc::new(Generator::new(RANDOM, 0x0010_0000));
+        // Just below the wrap, with a frozen clock: the wrap is no exception any more.
+        const START: u32 = 0x00ff_ff00;
+        let g = Arc::new(Generator::new(RANDOM, START, 0));
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let g = Arc::clone(&g);
-                std::thread::spawn(move || (0..20_000).map(|_| g.next(42)).collect::<Vec<_>>())
+                std::thread::spawn(move || {
+                    (0..20_000).map(|_| g.next(42).unwrap()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<ObjectId> = Vec::new();
+        for h in handles {
+            let ids = h.join().unwrap();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "per thread ascending");
+            all.extend(ids);
+        }
+        all.sort();
+        let first = (42u64 << COUNTER_BITS) | u64::from(START);
+        assert!(
+            all.iter()
+                .enumerate()
+                .all(|(i, id)| word(id) == first + i as u64),
+            "exactly the consecutive words: no duplicates, none skipped"
+        );
+    }
+
+    /// Issue 10, item 6: more than a counter cycle of backfill ids for one second.
+    #[test]
+    fn next_at_for_one_second_never_repeats_past_2_pow_24_calls() {
+        let g = Generator::new(RANDOM, 0x00ff_fff0, 0x0123_4567_89ab_cdef);
+        let mut previous = g.next_at(T).unwrap();
+        for i in 1..(1u32 << 24) + 16 {
+            let id = g.next_at(T).unwrap();
+            assert_eq!(id.timestamp(), T);
+            assert!(previous < id, "call {i}: {previous} then {id}");
+            previous = id;
+        }
+    }
+
+    /// Issue 10, item 6: backfill ids never take the 8 bytes a live id of the same generator
+    /// could have (the random value then any counter), so they cannot collide with live ids of
+    /// a busy second, wrapped counter or not.
+    #[test]
+    fn next_at_never_equals_a_live_id() {
+        let prefix = u64::from_be_bytes([0, 0, 0, 1, 2, 3, 4, 5]);
+        let block = prefix << COUNTER_BITS;
+        let g = Generator::new(RANDOM, 0, block - 2);
+        let tail = |id: ObjectId| u64::from_be_bytes(id.as_bytes()[4..12].try_into().unwrap());
+        let values: Vec<u64> = (0..4).map(|_| tail(g.next_at(T).unwrap())).collect();
+        assert_eq!(
+            values,
+            [
+                block - 2,
+                block - 1,
+                block + (1 << 24),
+                block + (1 << 24) + 1
+            ],
+            "the block of the live random value is skipped"
+        );
+        // Starting inside the block skips the rest of it.
+        let g = Generator::new(RANDOM, 0, block + 77);
+        assert_eq!(tail(g.next_at(T).unwrap()), block + (1 << 24));
+        assert_ne!(g.next_at(T).unwrap().random_value(), RANDOM);
+    }
+
+    #[test]
+    fn next_at_leaves_the_live_state_alone() {
+        let g = Generator::new(RANDOM, 10, 0);
+        let a = g.next(2_000).unwrap();
+        let old = g.next_at(1_000).unwrap();
+        let b = g.next(1_500).unwrap();
+        assert_eq!(old.timestamp(), 1_000);
+        assert_eq!(
+            [a.counter(), b.counter()],
+            [10, 11],
+            "the live counter moved on by one"
+        );
+        assert_eq!(b.timestamp(), 2_000, "the live second did not move back");
+        assert_eq!(g.next_at(3_000).unwrap().timestamp(), 3_000);
+        assert_eq!(g.next(1_500).unwrap().timestamp(), 2_000, "nor forward");
+    }
+
+    #[test]
+    fn next_at_refuses_at_the_end_of_its_counter() {
+        let g = Generator::new(RANDOM, 0, u64::MAX - 2);
+        assert!(g.next_at(1).is_ok() && g.next_at(1).is_ok());
+        assert_eq!(g.next_at(1), Err(Exhausted::Backfill));
+        assert_eq!(g.next_at(1), Err(Exhausted::Backfill), "and stays so");
+        // The live random value's block at the very top: skipping it is the end too.
+        let g = Generator::new([0xff; 5], 0, u64::MAX - (1 << 24));
+        assert!(g.next_at(1).is_ok());
+        assert_eq!(g.next_at(1), Err(Exhausted::Backfill));
+        assert!(g.next(1).is_ok(), "the live ids go on");
+    }
+
+    #[test]
+    fn next_at_is_unique_across_threads() {
+        let g = Arc::new(Generator::new(RANDOM, 0, 1 << 40));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                std::thread::spawn(move || {
+                    (0..20_000)
+                        .map(|_| g.next_at(7).unwrap())
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         let mut all: Vec<ObjectId> = Vec::new();
@@ -203,7 +486,15 @@ mod tests {
     }
 
     #[test]
-    fn a_forked_child_gets_its_own_generator() {
+    fn os_random_backfill_starts_below_2_pow_63() {
+        for _ in 0..64 {
+            let id = Generator::from_os_random().unwrap().next_at(0).unwrap();
+            assert!(id.as_bytes()[4] < 0x80, "{id}");
+        }
+    }
+
+    #[test]
+    fn a_new_process_id_gets_its_own_generator() {
         let mut slot = PerProcess::default();
         let parent = slot
             .get(100, Generator::from_os_random)
@@ -221,6 +512,33 @@ mod tests {
             .unwrap()
             .random_value();
         assert_ne!(parent, child, "a new process id gets a new random value");
+    }
+
+    /// Issue 10, item 8: a real fork() whose child keeps the parent's process id as PostgreSQL
+    /// sees it (MyProcPid, which only PostgreSQL's own forks update) must not continue the
+    /// parent's generator.
+    #[test]
+    fn a_raw_fork_gets_its_own_generator() {
+        const PID: u32 = 4242;
+        let mut slot = PerProcess::default();
+        let g = slot.get(PID, Generator::from_os_random).unwrap();
+        let parent = g.random_value();
+        g.next(T).unwrap();
+        let child = crate::core::fork::testing::in_forked_child(|| {
+            let g = slot.get(PID, Generator::from_os_random).unwrap();
+            *g.next(T).unwrap().as_bytes()
+        });
+        assert_ne!(
+            ObjectId::from_bytes(child).random_value(),
+            parent,
+            "the child made its own generator"
+        );
+        let again = slot
+            .get(PID, || -> Result<Generator, ()> {
+                panic!("the parent must keep its generator")
+            })
+            .unwrap();
+        assert_eq!(again.random_value(), parent);
     }
 
     #[test]

@@ -29,27 +29,49 @@ mod tests {
 const RESEED_AFTER: usize = 1 << 20;
 
 /// A fast userspace CSPRNG (ChaCha12, rand's StdRng) for one process, seeded from the OS. It is
-/// seeded again whenever the process id changes, so a forked child never continues its parent's
-/// stream, and after every RESEED_AFTER bytes. Asking the OS for 8 bytes per UUID costs more
+/// seeded again whenever the process id or the fork generation ([`crate::core::fork`]) changes,
+/// so a forked child never continues its parent's stream, whether PostgreSQL forked it or other
+/// code did, and after every RESEED_AFTER bytes. Asking the OS for 8 bytes per UUID costs more
 /// than making the rest of the UUID.
 #[derive(Default)]
 pub struct ProcessRng {
-    owner: Option<(u32, rand::rngs::StdRng)>,
+    owner: Option<Owner>,
     used: usize,
 }
 
+#[derive(Clone)]
+struct Owner {
+    pid: u32,
+    fork_generation: u64,
+    rng: rand::rngs::StdRng,
+}
+
 impl ProcessRng {
+    /// Fills `buf` for process `pid`. Once seeded, checking for a fork costs one relaxed atomic
+    /// load.
+    #[inline]
     pub fn fill(&mut self, pid: u32, buf: &mut [u8]) -> Result<(), Error> {
         use rand::{RngCore, SeedableRng};
+        let generation = crate::core::fork::generation();
         let fresh = match &self.owner {
-            Some((owner, _)) => *owner != pid || self.used >= RESEED_AFTER,
+            Some(o) => o.pid != pid || o.fork_generation != generation || self.used >= RESEED_AFTER,
             None => true,
         };
         if fresh {
-            self.owner = Some((pid, rand::rngs::StdRng::from_seed(os_random()?)));
+            // Register the fork handler before recording the generation it will change.
+            crate::core::fork::watch();
+            self.owner = Some(Owner {
+                pid,
+                fork_generation: crate::core::fork::generation(),
+                rng: rand::rngs::StdRng::from_seed(os_random()?),
+            });
             self.used = 0;
         }
-        self.owner.as_mut().expect("seeded above").1.fill_bytes(buf);
+        self.owner
+            .as_mut()
+            .expect("seeded above")
+            .rng
+            .fill_bytes(buf);
         self.used += buf.len();
         Ok(())
     }
@@ -75,7 +97,7 @@ mod process_rng_tests {
         assert_ne!(parent_next, child_next, "the child reseeded");
         // Without the new pid it would have continued the parent's stream.
         let mut same = ProcessRng {
-            owner: child.owner.clone().map(|(_, r)| (10, r)),
+            owner: child.owner.clone().map(|o| Owner { pid: 10, ..o }),
             used: 0,
         };
         let mut x = [0u8; 32];
@@ -88,6 +110,25 @@ mod process_rng_tests {
         );
     }
 
+    /// Issue 10, item 8: a real fork() whose child keeps the parent's process id as PostgreSQL
+    /// sees it must not continue the parent's random stream (uuidv7()/uuidv4() draw from it).
+    #[test]
+    fn a_raw_fork_reseeds_the_process_rng() {
+        const PID: u32 = 4242;
+        let mut rng = ProcessRng::default();
+        let mut first = [0u8; 32];
+        rng.fill(PID, &mut first).unwrap();
+        let child = crate::core::fork::testing::in_forked_child(|| {
+            let mut buf = [0u8; 32];
+            rng.fill(PID, &mut buf).unwrap();
+            buf
+        });
+        // The parent draws what a child continuing its stream would have drawn.
+        let mut parent = [0u8; 32];
+        rng.fill(PID, &mut parent).unwrap();
+        assert_ne!(child, parent, "the child reseeded");
+    }
+
     #[test]
     fn reseeds_after_a_while() {
         let mut rng = ProcessRng::default();
@@ -97,7 +138,7 @@ mod process_rng_tests {
         let mut b = [0u8; 8];
         rng.fill(1, &mut b).unwrap();
         assert_eq!(rng.used, 8);
-        let mut old = before.unwrap().1;
+        let mut old = before.unwrap().rng;
         let mut c = [0u8; 8];
         rand::RngCore::fill_bytes(&mut old, &mut c);
         assert_ne!(b, c);

@@ -6,7 +6,10 @@
 //! else in the dynamic shared memory registry (PostgreSQL 17 and later).
 //!
 //! Backend mode, where neither is available: one generator per process, made on first use and
-//! remade whenever the process id changes.
+//! remade whenever the process id or the fork generation changes (see `crate::core::fork`).
+//!
+//! Uniqueness and order are the core generator's (`crate::core::generator`): by construction
+//! within one generator; when it has no id left it refuses, here with SQLSTATE 2200H.
 
 use core::ptr;
 use std::cell::RefCell;
@@ -15,13 +18,17 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::core::clock;
-use crate::core::generator::{Generator, PerProcess};
+use crate::core::generator::{Exhausted, Generator, PerProcess};
 use crate::core::objectid::ObjectId;
 use crate::core::time::{self, OutOfRange};
 
 use super::time::out_of_range_error;
 
-const SHMEM_NAME: &core::ffi::CStr = c"pg_objectid generator";
+/// The generator's name in the main shared memory index and in the DSM registry. It names the
+/// layout of `Generator`, whose size both reservations take from `size_of`: the registry outlives
+/// a library upgrade without a restart, so a new layout takes a new name rather than meeting a
+/// segment of the old size (an error) while older backends still use the old one.
+const SHMEM_NAME: &core::ffi::CStr = c"pg_objectid generator v2";
 
 /// The server-wide generator once this process has found it. Set in the postmaster when
 /// preloaded (children inherit it with the mapping), or on first use from the DSM registry.
@@ -71,14 +78,50 @@ fn with_generator<R>(f: impl FnOnce(&Generator) -> R) -> R {
 
 #[pg_extern(sql = false)]
 fn gen_objectid() -> ObjectId {
-    with_generator(|g| g.next(clock::unix_seconds()))
+    with_generator(next_id)
 }
 
 #[pg_extern(sql = false)]
 fn gen_objectid_at(at: TimestampWithTimeZone) -> ObjectId {
     let seconds =
         time::seconds_from_pg(at.into()).unwrap_or_else(|e: OutOfRange| out_of_range_error(at, e));
-    with_generator(|g| g.next_at(seconds))
+    with_generator(|g| next_id_at(g, seconds))
+}
+
+/// `gen_objectid()` on a given generator: the next id for the clock, or the limit's error.
+pub(crate) fn next_id(g: &Generator) -> ObjectId {
+    g.next(clock::unix_seconds())
+        .unwrap_or_else(|e| exhausted_error(e))
+}
+
+/// `gen_objectid_at()` on a given generator, for a second already checked.
+pub(crate) fn next_id_at(g: &Generator, seconds: u32) -> ObjectId {
+    g.next_at(seconds).unwrap_or_else(|e| exhausted_error(e))
+}
+
+/// A generator that has no id left refuses rather than wrap. SQLSTATE 2200H,
+/// sequence_generator_limit_exceeded, which PostgreSQL raises when `nextval()` passes a
+/// sequence's limit without CYCLE: the same situation (a generator of unique values has used
+/// them all), and not 22008, which would blame a datetime the caller passed in (gen_objectid()
+/// takes none, and gen_objectid_at()'s argument is in range).
+fn exhausted_error(e: Exhausted) -> ! {
+    let (message, detail) = match e {
+        Exhausted::LastSecond => (
+            "objectid generator reached its limit",
+            "Its ids have used every counter value up to second 2106-02-07 06:28:15+00, the last \
+             an objectid can carry; the generator never wraps.",
+        ),
+        Exhausted::Backfill => (
+            "gen_objectid_at() reached the limit of its generator",
+            "The generator's backfill counter has used every value; it never wraps.",
+        ),
+    };
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        message,
+        detail
+    );
 }
 
 #[pg_extern(sql = false)]
