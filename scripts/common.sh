@@ -91,6 +91,23 @@ install_extension() {
     [ "$(id -u)" = 0 ] || [ -w "$("$pg_config" --pkglibdir)" ] || args+=(--sudo)
     log "building and installing pg_objectid ($profile) for $("$pg_config" --version)"
     (cd "$ROOT" && cargo pgrx install "${args[@]}")
+    install_old_releases "$pg_config"
+}
+
+# Copies the install scripts of earlier releases (sql/releases/VERSION/) into the server of $1,
+# so that `CREATE EXTENSION pg_objectid VERSION '…'` followed by `ALTER EXTENSION … UPDATE`
+# works there as on a server that once had that release. A release built differently for
+# PostgreSQL 13 has its script for 13 beside the other, named *.pg13.sql.
+install_old_releases() {
+    local pg_config=$1 major dest release script sudo=()
+    major=$(major_of "$pg_config")
+    dest="$("$pg_config" --sharedir)/extension"
+    [ -w "$dest" ] || sudo=(sudo)
+    for release in "$ROOT"/sql/releases/*/; do
+        script="$release/pg_objectid--$(basename "$release").sql"
+        [ "$major" = 13 ] && [ -f "${script%.sql}.pg13.sql" ] && script="${script%.sql}.pg13.sql"
+        "${sudo[@]}" cp "$script" "$dest/pg_objectid--$(basename "$release").sql"
+    done
 }
 
 # cluster_start PG_CONFIG DIR PORT [postgresql.conf lines...]

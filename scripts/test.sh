@@ -35,6 +35,8 @@ for v in "${versions[@]}"; do
 
     dir="$base/pg$v"
     port=$((55500 + v))
+    # Issue 10: the fuzz suite (tests/server/fuzz.rs) reads this server's log for crashed processes.
+    export PG_OBJECTID_TEST_LOG="$dir/server.log"
     log "server tests on PostgreSQL $v (cluster in $dir, port $port)"
     cluster_start "$pg_config" "$dir" "$port"
     running=("$pg_config $dir")
@@ -48,6 +50,9 @@ for v in "${versions[@]}"; do
     PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server generate:: || server=FAILED
     cluster_stop "$pg_config" "$dir"
     running=()
+
+    # Issue 10, killed mid-write: pg_ctl -m immediate under 4 inserting sessions, both generator modes.
+    "$ROOT/scripts/crash_test.sh" "$v" "$base/crash$v" "$port" || server=FAILED
 
     log "in-process pgrx tests on PostgreSQL $v"
     pgrx_args=("pg$v")

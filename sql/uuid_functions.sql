@@ -19,9 +19,17 @@ CREATE FUNCTION @extschema@.uuidv4()
     LANGUAGE C VOLATILE STRICT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'uuidv4_wrapper';
 
+-- Called by the planner while it simplifies a query using uuid_extract_timestamp; being called
+-- loads the library, whose planner hook then rewrites time conditions (src/planner/).
+CREATE FUNCTION @extschema@.uuid_extract_timestamp_support(internal)
+    RETURNS internal
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'uuid_extract_timestamp_support_wrapper';
+
 CREATE FUNCTION @extschema@.uuid_extract_timestamp(uuid)
     RETURNS timestamptz
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    SUPPORT @extschema@.uuid_extract_timestamp_support
     AS 'MODULE_PATHNAME', 'uuid_extract_timestamp_wrapper';
 
 CREATE FUNCTION @extschema@.uuid_extract_version(uuid)
@@ -40,8 +48,8 @@ CREATE FUNCTION @extschema@.uuidv7_at(timestamptz)
     LANGUAGE C VOLATILE STRICT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'uuidv7_at_wrapper';
 
--- Index bounds the planner derives from uuid_extract_timestamp(id) <op> t on a column that holds
--- only version-7 UUIDs (see src/planner.rs). They never fail: out-of-range times clamp.
+-- Index bounds the planner adds to uuid_extract_timestamp(id) <op> t on a column that holds
+-- only version-7 UUIDs (see src/planner/). They never fail: out-of-range times clamp.
 CREATE FUNCTION @extschema@.uuidv7_lower_bound(timestamptz)
     RETURNS uuid
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF

@@ -69,6 +69,64 @@ pub fn upper_bound_before(micros: i64) -> ObjectId {
     upper_bound(micros.saturating_sub(1))
 }
 
+/// Exact bounds: for every id and every time `t`,
+/// `objectid_timestamp(id) >= t` ⟺ `id >= first_at_or_after(t)`,
+/// `objectid_timestamp(id) > t` ⟺ `id >= first_after(t)`,
+/// `objectid_timestamp(id) <= t` ⟺ `id <= last_at_or_before(t)`,
+/// `objectid_timestamp(id) < t` ⟺ `id <= last_before(t)`,
+/// where `None` stands for "no id at all" (the condition is false for every id). The planner
+/// replaces a time condition by the comparison on the right, so these must be exact, not merely
+/// bounding like `lower_bound`: a clamped bound would let ids of 1970-01-01 00:00:00 or of
+/// 2106-02-07 06:28:15 through a condition they fail.
+pub fn first_at_or_after(micros: i64) -> Option<ObjectId> {
+    first_from(unix_seconds_ceil(micros))
+}
+
+pub fn first_after(micros: i64) -> Option<ObjectId> {
+    // Seconds are whole, so "after t" is "at or after the second following t's own".
+    first_from(unix_seconds_floor(micros).saturating_add(1))
+}
+
+pub fn last_at_or_before(micros: i64) -> Option<ObjectId> {
+    last_until(unix_seconds_floor(micros))
+}
+
+pub fn last_before(micros: i64) -> Option<ObjectId> {
+    last_until(unix_seconds_ceil(micros).saturating_sub(1))
+}
+
+/// Unix seconds, rounded down, of a PostgreSQL time; the infinities map to i64's extremes.
+fn unix_seconds_floor(micros: i64) -> i64 {
+    match micros {
+        i64::MIN | i64::MAX => micros,
+        _ => micros.div_euclid(MICROS_PER_SECOND) + PG_EPOCH_UNIX_SECONDS,
+    }
+}
+
+fn unix_seconds_ceil(micros: i64) -> i64 {
+    let floor = unix_seconds_floor(micros);
+    match micros {
+        i64::MIN | i64::MAX => floor,
+        _ if micros.rem_euclid(MICROS_PER_SECOND) == 0 => floor,
+        _ => floor + 1,
+    }
+}
+
+/// The smallest id of the first second at or after `second` an id can carry.
+fn first_from(second: i64) -> Option<ObjectId> {
+    let s = u32::try_from(second.max(0)).ok()?;
+    Some(ObjectId::from_parts(s, [0; 5], 0))
+}
+
+/// The largest id of the last second at or before `second` an id can carry.
+fn last_until(second: i64) -> Option<ObjectId> {
+    if second < 0 {
+        return None;
+    }
+    let s = u32::try_from(second).unwrap_or(u32::MAX);
+    Some(ObjectId::from_parts(s, [0xff; 5], 0x00ff_ffff))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +214,70 @@ mod tests {
         assert_eq!(upper_bound_before(i64::MIN), ObjectId::MIN);
         assert_eq!(upper_bound_before(pg(0, 0)), ObjectId::MIN);
         assert_eq!(upper_bound_before(i64::MAX), ObjectId::MAX);
+    }
+
+    /// The exact bounds against the conditions they stand for, over ids at the edges of every
+    /// second involved and times on, just before and just after whole seconds and at the ends.
+    #[test]
+    fn exact_bounds_agree_with_the_conditions() {
+        let seconds: Vec<u32> = vec![
+            0,
+            1,
+            2,
+            1_350_508_406,
+            1_350_508_407,
+            1_350_508_408,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let ids: Vec<ObjectId> = seconds
+            .iter()
+            .flat_map(|&s| {
+                [
+                    ObjectId::from_parts(s, [0; 5], 0),
+                    ObjectId::from_parts(s, [0x12; 5], 0x34),
+                    ObjectId::from_parts(s, [0xff; 5], 0x00ff_ffff),
+                ]
+            })
+            .collect();
+        let mut times = vec![i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1];
+        for unix in [
+            -2i64,
+            -1,
+            0,
+            1,
+            2,
+            1_350_508_407,
+            4_294_967_294,
+            4_294_967_295,
+            4_294_967_296,
+        ] {
+            for micros in [-1i64, 0, 1, 500_000, 999_999] {
+                times.push(pg(unix, micros));
+            }
+        }
+        for &t in &times {
+            for id in &ids {
+                // objectid_timestamp(id) as PostgreSQL compares it: microseconds.
+                let ts = pg_from_seconds(id.timestamp());
+                let holds = |bound: Option<ObjectId>, at_least: bool| match bound {
+                    None => false,
+                    Some(b) if at_least => *id >= b,
+                    Some(b) => *id <= b,
+                };
+                assert_eq!(
+                    ts >= t,
+                    holds(first_at_or_after(t), true),
+                    ">= {t} for {id}"
+                );
+                assert_eq!(ts > t, holds(first_after(t), true), "> {t} for {id}");
+                assert_eq!(
+                    ts <= t,
+                    holds(last_at_or_before(t), false),
+                    "<= {t} for {id}"
+                );
+                assert_eq!(ts < t, holds(last_before(t), false), "< {t} for {id}");
+            }
+        }
     }
 }

@@ -64,8 +64,10 @@ pub fn v7_parts(ms: i64, sub_ms_ns: i64, random: [u8; 8]) -> Uuid {
 }
 
 /// The smallest v7 of millisecond `ms`: the time, version and variant, everything else zero.
+/// Works for every millisecond a v7 can carry, also past 2262, where nanoseconds no longer fit an
+/// i64 (so it must not go through `v7`).
 pub fn v7_first_of_millisecond(ms: i64) -> Uuid {
-    v7(ms * NS_PER_MS, [0; 8])
+    v7_parts(ms, 0, [0; 8])
 }
 
 /// A random (version 4) UUID from 16 random bytes.
@@ -340,5 +342,21 @@ mod tests {
         );
         assert_eq!(upper_bound_before(i64::MIN), [0; 16]);
         assert_eq!(upper_bound_before(i64::MAX), [0xff; 16]);
+    }
+
+    /// Bounds and first-of-millisecond past 2262 (nanoseconds overflow i64 there) and at the
+    /// last millisecond a v7 can carry: once an overflow (a panic, or in release builds a wrong
+    /// bound).
+    #[test]
+    fn bounds_after_2262_and_at_the_end_of_the_range() {
+        // 4000-01-01 00:00:00 UTC in PostgreSQL microseconds.
+        let year_4000 = (64_060_588_800 - 946_684_800) * 1_000_000;
+        let u = lower_bound(year_4000);
+        assert_eq!(hex(&u), "3a4344a3b80070008000000000000000");
+        assert_eq!(timestamp_pg_micros(&u), Some(year_4000));
+        assert!(lower_bound(year_4000) <= upper_bound(year_4000));
+        let last = v7_first_of_millisecond(MAX_UNIX_MS);
+        assert_eq!(&last[..6], &[0xff; 6]);
+        assert_eq!(version(&last), Some(7));
     }
 }

@@ -1,5 +1,6 @@
-//! Creation time: `objectid_timestamp`, `objectid_from_time`, and the never-failing bounds the
-//! planner puts into index conditions (see `crate::planner`).
+//! Creation time: `objectid_timestamp`, `objectid_from_time`, the never-failing bounds for
+//! hand-written ranges, and the exact bounds the planner replaces time conditions with (see
+//! `crate::planner`).
 
 use pgrx::prelude::*;
 
@@ -30,6 +31,26 @@ fn objectid_upper_bound(at: TimestampWithTimeZone) -> ObjectId {
 #[pg_extern(sql = false)]
 fn objectid_upper_bound_before(at: TimestampWithTimeZone) -> ObjectId {
     time::upper_bound_before(at.into())
+}
+
+#[pg_extern(sql = false)]
+fn objectid_first_at_or_after(at: TimestampWithTimeZone) -> Option<ObjectId> {
+    time::first_at_or_after(at.into())
+}
+
+#[pg_extern(sql = false)]
+fn objectid_first_after(at: TimestampWithTimeZone) -> Option<ObjectId> {
+    time::first_after(at.into())
+}
+
+#[pg_extern(sql = false)]
+fn objectid_last_at_or_before(at: TimestampWithTimeZone) -> Option<ObjectId> {
+    time::last_at_or_before(at.into())
+}
+
+#[pg_extern(sql = false)]
+fn objectid_last_before(at: TimestampWithTimeZone) -> Option<ObjectId> {
+    time::last_before(at.into())
 }
 
 pub(crate) fn out_of_range_error(at: TimestampWithTimeZone, e: OutOfRange) -> ! {

@@ -13,6 +13,8 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid", "i", true, "s", false),
     ("objectid_cmp", "i", true, "s", true),
     ("objectid_eq", "i", true, "s", true),
+    ("objectid_first_after", "i", true, "s", true),
+    ("objectid_first_at_or_after", "i", true, "s", true),
     ("objectid_from_time", "i", true, "s", false),
     ("objectid_ge", "i", true, "s", true),
     ("objectid_generator_mode", "s", true, "s", false),
@@ -21,6 +23,8 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_hash_extended", "i", true, "s", true),
     ("objectid_in", "i", true, "s", false),
     ("objectid_larger", "i", true, "s", true),
+    ("objectid_last_at_or_before", "i", true, "s", true),
+    ("objectid_last_before", "i", true, "s", true),
     ("objectid_le", "i", true, "s", true),
     ("objectid_lower_bound", "i", true, "s", true),
     ("objectid_lt", "i", true, "s", true),
@@ -36,6 +40,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_upper_bound", "i", true, "s", true),
     ("objectid_upper_bound_before", "i", true, "s", true),
     ("uuid_extract_timestamp", "i", true, "s", true),
+    ("uuid_extract_timestamp_support", "i", true, "s", false),
     ("uuid_extract_version", "i", true, "s", true),
     ("uuidv4", "v", true, "s", false),
     ("uuidv7", "v", true, "s", false),
@@ -262,4 +267,115 @@ fn trusted_install_by_a_database_owner_with_a_hostile_temp_schema() {
     assert_eq!(one_i64(&mut app, "SELECT count(*) FROM t"), 1);
     app.batch_execute("DROP EXTENSION pg_objectid CASCADE")
         .unwrap();
+}
+
+/// Every object of the extension with what defines it, one line each, sorted: for comparing an
+/// updated installation with a fresh one.
+const EXTENSION_OBJECTS: &str = "
+    SELECT pg_describe_object(d.classid, d.objid, d.objsubid) || ' | ' || coalesce(CASE d.classid
+      WHEN 'pg_proc'::regclass THEN (SELECT concat_ws(' ', p.prokind, p.provolatile, p.proisstrict,
+          p.proparallel, p.proleakproof, p.prosecdef, p.proretset, p.procost, p.prorows,
+          p.prosupport::regproc, p.prorettype::regtype, p.proargtypes::regtype[], p.proargnames,
+          p.prosrc, p.probin, p.proconfig,
+          (SELECT concat_ws(' ', a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggsortop::regoperator,
+                  a.aggtranstype::regtype, a.agginitval)
+             FROM pg_aggregate a WHERE a.aggfnoid = p.oid))
+        FROM pg_proc p WHERE p.oid = d.objid)
+      WHEN 'pg_type'::regclass THEN (SELECT concat_ws(' ', t.typlen, t.typbyval, t.typalign,
+          t.typstorage, t.typcategory, t.typispreferred, t.typinput, t.typoutput, t.typreceive,
+          t.typsend, t.typanalyze, t.typelem::regtype, t.typarray::regtype)
+        FROM pg_type t WHERE t.oid = d.objid)
+      WHEN 'pg_operator'::regclass THEN (SELECT concat_ws(' ', o.oprcode, o.oprrest, o.oprjoin,
+          o.oprcom::regoperator, o.oprnegate::regoperator, o.oprcanhash, o.oprcanmerge)
+        FROM pg_operator o WHERE o.oid = d.objid)
+      WHEN 'pg_opclass'::regclass THEN (SELECT concat_ws(' ', c.opcdefault, c.opcintype::regtype,
+          c.opckeytype::regtype, f.opfname)
+        FROM pg_opclass c JOIN pg_opfamily f ON f.oid = c.opcfamily WHERE c.oid = d.objid)
+      WHEN 'pg_opfamily'::regclass THEN (SELECT concat_ws(' ',
+          (SELECT string_agg(format('op %s %s %s %s', a.amopstrategy, a.amoplefttype::regtype,
+                  a.amoprighttype::regtype, a.amopopr::regoperator), ', ' ORDER BY 1)
+             FROM pg_amop a WHERE a.amopfamily = d.objid),
+          (SELECT string_agg(format('proc %s %s %s %s', p.amprocnum, p.amproclefttype::regtype,
+                  p.amprocrighttype::regtype, p.amproc::regprocedure), ', ' ORDER BY 1)
+             FROM pg_amproc p WHERE p.amprocfamily = d.objid)))
+      WHEN 'pg_cast'::regclass THEN (SELECT concat_ws(' ', c.castfunc::regprocedure,
+          c.castcontext, c.castmethod)
+        FROM pg_cast c WHERE c.oid = d.objid)
+      END, '') || ' | ' || coalesce(obj_description(d.objid, d.classid::regclass::text), '')
+    FROM pg_depend d
+    WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+      AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid')
+    ORDER BY 1";
+
+fn extension_objects(c: &mut postgres::Client) -> Vec<String> {
+    c.query(EXTENSION_OBJECTS, &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Each earlier release, installed from its frozen install script (sql/releases/, which
+/// scripts/test.sh copies into the server), then updated with `ALTER EXTENSION … UPDATE`,
+/// ends up with exactly the objects of a fresh install of the current version, and with data
+/// made before the update still working.
+#[test]
+fn update_from_each_earlier_release_matches_a_fresh_install() {
+    let mut fresh = fresh_db("t_ext_update_fresh");
+    let current = one_string(
+        &mut fresh,
+        "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'",
+    );
+    let want = extension_objects(&mut fresh);
+    assert!(want.len() > 50, "{} objects", want.len());
+    for old in ["0.1.0"] {
+        assert_ne!(old, current);
+        let mut c = fresh_database("t_ext_update");
+        c.batch_execute(&format!(
+            "CREATE EXTENSION pg_objectid VERSION '{old}'; \
+             CREATE TABLE t (id objectid PRIMARY KEY DEFAULT gen_objectid(), n int, \
+                             u uuid DEFAULT public.uuidv7()); \
+             INSERT INTO t (n) SELECT generate_series(1, 100); \
+             CREATE INDEX ON t USING brin (id)"
+        ))
+        .unwrap();
+        assert_eq!(
+            one_string(
+                &mut c,
+                "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'"
+            ),
+            old
+        );
+        c.batch_execute("ALTER EXTENSION pg_objectid UPDATE")
+            .unwrap();
+        assert_eq!(
+            one_string(
+                &mut c,
+                "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'"
+            ),
+            current
+        );
+        let got = extension_objects(&mut c);
+        let missing: Vec<&String> = want.iter().filter(|o| !got.contains(o)).collect();
+        let extra: Vec<&String> = got.iter().filter(|o| !want.contains(o)).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "after updating from {old}:\nmissing {missing:#?}\nextra {extra:#?}"
+        );
+        // The data and the new planner path work on the updated installation.
+        c.batch_execute("INSERT INTO t (n) VALUES (101); ANALYZE t")
+            .unwrap();
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM t WHERE objectid_timestamp(id) >= now() - interval '1 hour'"
+            ),
+            101
+        );
+        let plan = explain(
+            &mut c,
+            "SELECT n FROM t WHERE objectid_timestamp(id) >= now() - interval '1 hour'",
+        );
+        assert!(plan.contains("objectid_first_at_or_after("), "{plan}");
+    }
 }

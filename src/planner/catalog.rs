@@ -1,0 +1,247 @@
+//! The catalog objects the planner code recognises and builds with, by OID.
+//!
+//! Everything is matched by OID: the extension's own objects are looked up in the extension's
+//! schema with their exact argument types and then checked to belong to the extension
+//! (`pg_depend`), so a function or operator a user creates under the same name, in any schema,
+//! is never taken for ours. PostgreSQL's own objects are matched by their fixed OIDs or through
+//! their built-in operator families.
+//!
+//! Looking the extension up reads `pg_extension`, which has no cache, so the answer is kept per
+//! backend and dropped whenever `pg_proc`, `pg_type` or `pg_opclass` changes (a syscache
+//! invalidation callback): `CREATE`/`DROP`/`ALTER EXTENSION` always touch `pg_proc`.
+
+use core::ffi::CStr;
+use core::ptr;
+use std::cell::Cell;
+
+use pgrx::pg_sys;
+
+/// OIDs of the extension's objects in the current database.
+#[derive(Clone, Copy)]
+pub(crate) struct Catalog {
+    pub objectid_type: pg_sys::Oid,
+    pub objectid_timestamp: pg_sys::Oid,
+    /// `>=` and `<=` of the extension's btree operator family for objectid.
+    pub objectid_ge: pg_sys::Oid,
+    pub objectid_le: pg_sys::Oid,
+    /// The exact bounds (see `crate::core::time::first_at_or_after`).
+    pub first_at_or_after: pg_sys::Oid,
+    pub first_after: pg_sys::Oid,
+    pub last_at_or_before: pg_sys::Oid,
+    pub last_before: pg_sys::Oid,
+    pub uuid_extract_timestamp: pg_sys::Oid,
+    pub uuid_extract_version: pg_sys::Oid,
+    /// `>=` and `<=` of PostgreSQL's `uuid_ops`.
+    pub uuid_ge: pg_sys::Oid,
+    pub uuid_le: pg_sys::Oid,
+    /// Bounds implied by a v7's time (not exact: the planner keeps the condition with them).
+    pub uuidv7_lower_bound: pg_sys::Oid,
+    pub uuidv7_upper_bound: pg_sys::Oid,
+    pub uuidv7_upper_bound_before: pg_sys::Oid,
+}
+
+#[derive(Clone, Copy)]
+enum Cached {
+    Unknown,
+    /// The extension is not installed here, or not completely (mid-update to a version with
+    /// objects this library expects).
+    Absent,
+    Present(Catalog),
+}
+
+thread_local! {
+    static CACHE: Cell<Cached> = const { Cell::new(Cached::Unknown) };
+}
+
+/// Registers the invalidation callbacks; from `_PG_init`.
+pub(crate) fn init() {
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: i32, _hash: u32) {
+        CACHE.with(|c| c.set(Cached::Unknown));
+    }
+    for cache in [
+        pg_sys::SysCacheIdentifier::PROCOID,
+        pg_sys::SysCacheIdentifier::TYPEOID,
+        pg_sys::SysCacheIdentifier::CLAOID,
+    ] {
+        // SAFETY: registering a plain function with no argument, as PostgreSQL's own modules do.
+        unsafe { register_syscache_callback(cache as i32, forget) };
+    }
+}
+
+type Callback = unsafe extern "C-unwind" fn(pg_sys::Datum, i32, u32);
+
+#[cfg(not(feature = "pg13"))]
+unsafe fn register_syscache_callback(cache: i32, callback: Callback) {
+    unsafe {
+        pg_sys::CacheRegisterSyscacheCallback(cache, Some(callback), pg_sys::Datum::from(0usize))
+    }
+}
+
+/// pgrx's bindings for 13 leave out utils/inval.h; the function is the same in every version.
+#[cfg(feature = "pg13")]
+unsafe fn register_syscache_callback(cache: i32, callback: Callback) {
+    unsafe extern "C-unwind" {
+        fn CacheRegisterSyscacheCallback(cacheid: i32, func: Option<Callback>, arg: pg_sys::Datum);
+    }
+    unsafe { CacheRegisterSyscacheCallback(cache, Some(callback), pg_sys::Datum::from(0usize)) }
+}
+
+/// The extension's objects, if it is installed in the current database.
+pub(crate) fn get() -> Option<Catalog> {
+    let cached = CACHE.with(Cell::get);
+    let found = match cached {
+        Cached::Present(c) => return Some(c),
+        Cached::Absent => return None,
+        // SAFETY: catalog reads inside a transaction, which planning always is.
+        Cached::Unknown => match unsafe { look_up() } {
+            Some(c) => Cached::Present(c),
+            None => Cached::Absent,
+        },
+    };
+    CACHE.with(|c| c.set(found));
+    match found {
+        Cached::Present(c) => Some(c),
+        _ => None,
+    }
+}
+
+unsafe fn look_up() -> Option<Catalog> {
+    unsafe {
+        let extension = pg_sys::get_extension_oid(c"pg_objectid".as_ptr(), true);
+        if extension == pg_sys::InvalidOid {
+            return None;
+        }
+        let schema = extension_schema(extension)?;
+        let ours = |class: pg_sys::Oid, oid: pg_sys::Oid| {
+            (oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == extension)
+                .then_some(oid)
+        };
+        let function = |name: &CStr, arg: pg_sys::Oid| {
+            let qualified = qualified_name(schema, name);
+            let oid = pg_sys::LookupFuncName(qualified, 1, &arg, true);
+            ours(pg_sys::ProcedureRelationId, oid)
+        };
+        let objectid_type = ours(
+            pg_sys::TypeRelationId,
+            pg_sys::GetSysCacheOid(
+                pg_sys::SysCacheIdentifier::TYPENAMENSP as i32,
+                pg_sys::Anum_pg_type_oid as pg_sys::AttrNumber,
+                pg_sys::Datum::from(c"objectid".as_ptr()),
+                pg_sys::Datum::from(schema),
+                pg_sys::Datum::from(0usize),
+                pg_sys::Datum::from(0usize),
+            ),
+        )?;
+        let objectid_family = pg_sys::get_opclass_family(ours(
+            pg_sys::OperatorClassRelationId,
+            pg_sys::get_opclass_oid(
+                pg_sys::BTREE_AM_OID,
+                qualified_name(schema, c"objectid_ops"),
+                true,
+            ),
+        )?);
+        let uuid_opclass = pg_sys::get_opclass_oid(
+            pg_sys::BTREE_AM_OID,
+            qualified_name(pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE), c"uuid_ops"),
+            true,
+        );
+        if uuid_opclass == pg_sys::InvalidOid {
+            return None;
+        }
+        let uuid_family = pg_sys::get_opclass_family(uuid_opclass);
+        let member = |family: pg_sys::Oid, typ: pg_sys::Oid, strategy: u32| {
+            let oid = pg_sys::get_opfamily_member(family, typ, typ, strategy as i16);
+            (oid != pg_sys::InvalidOid).then_some(oid)
+        };
+        let ts = pg_sys::TIMESTAMPTZOID;
+        Some(Catalog {
+            objectid_type,
+            objectid_timestamp: function(c"objectid_timestamp", objectid_type)?,
+            objectid_ge: member(
+                objectid_family,
+                objectid_type,
+                pg_sys::BTGreaterEqualStrategyNumber,
+            )?,
+            objectid_le: member(
+                objectid_family,
+                objectid_type,
+                pg_sys::BTLessEqualStrategyNumber,
+            )?,
+            first_at_or_after: function(c"objectid_first_at_or_after", ts)?,
+            first_after: function(c"objectid_first_after", ts)?,
+            last_at_or_before: function(c"objectid_last_at_or_before", ts)?,
+            last_before: function(c"objectid_last_before", ts)?,
+            uuid_extract_timestamp: function(c"uuid_extract_timestamp", pg_sys::UUIDOID)?,
+            uuid_extract_version: function(c"uuid_extract_version", pg_sys::UUIDOID)?,
+            uuid_ge: member(
+                uuid_family,
+                pg_sys::UUIDOID,
+                pg_sys::BTGreaterEqualStrategyNumber,
+            )?,
+            uuid_le: member(
+                uuid_family,
+                pg_sys::UUIDOID,
+                pg_sys::BTLessEqualStrategyNumber,
+            )?,
+            uuidv7_lower_bound: function(c"uuidv7_lower_bound", ts)?,
+            uuidv7_upper_bound: function(c"uuidv7_upper_bound", ts)?,
+            uuidv7_upper_bound_before: function(c"uuidv7_upper_bound_before", ts)?,
+        })
+    }
+}
+
+/// `schema.name` as the List of String nodes name lookups take.
+unsafe fn qualified_name(schema: pg_sys::Oid, name: &CStr) -> *mut pg_sys::List {
+    unsafe {
+        let schema_name = pg_sys::get_namespace_name(schema);
+        let mut list = pg_sys::lappend(ptr::null_mut(), pg_sys::makeString(schema_name).cast());
+        list = pg_sys::lappend(
+            list,
+            pg_sys::makeString(pg_sys::pstrdup(name.as_ptr())).cast(),
+        );
+        list
+    }
+}
+
+/// The schema of extension `extension`, read from `pg_extension` as `get_extension_schema`
+/// (extension.c) does; that function is exported only from PostgreSQL 16 on.
+unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    unsafe {
+        let rel = pg_sys::table_open(
+            pg_sys::ExtensionRelationId,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        );
+        let mut key: pg_sys::ScanKeyData = core::mem::zeroed();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::RegProcedure::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(extension),
+        );
+        let scan = pg_sys::systable_beginscan(
+            rel,
+            pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
+            true,
+            ptr::null_mut(),
+            1,
+            &mut key,
+        );
+        let tuple = pg_sys::systable_getnext(scan);
+        let schema = if tuple.is_null() {
+            None
+        } else {
+            // GETSTRUCT: the fixed-width columns follow the tuple header.
+            let data = (*tuple).t_data;
+            let form = data
+                .cast::<u8>()
+                .add(usize::from((*data).t_hoff))
+                .cast::<pg_sys::FormData_pg_extension>();
+            Some((*form).extnamespace)
+        };
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        schema
+    }
+}

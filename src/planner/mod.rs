@@ -1,0 +1,110 @@
+//! Time conditions on a key answered from the key's indexes.
+//!
+//! A btree index on an objectid orders rows by creation second, so
+//! `objectid_timestamp(id) >= t` is also a range of ids. PostgreSQL cannot see that by itself:
+//! it asks a function's planner support function for index conditions only when the call is the
+//! whole condition or the operator's own function, and in `objectid_timestamp(id) >= t` the
+//! operator is timestamptz's `>=`. So, while a query is planned, the extension rewrites each such
+//! condition on a table into the equivalent condition on the column itself,
+//! `id >= objectid_first_at_or_after(t)`, and leaves everything else to PostgreSQL's planner:
+//! index choice for every access method, partial indexes, partition pruning, inheritance,
+//! TABLESAMPLE, parallel and bitmap scans, costs and row estimates (from the key's statistics).
+//!
+//! - `catalog`: the extension's objects, by OID.
+//! - `condition`: recognising a time condition.
+//! - `proof`: what must be known about the table before rewriting (v7-only uuid columns;
+//!   indexes that need the condition as written).
+//! - `rewrite`: where in a query a condition may be rewritten, and into what.
+//!
+//! For objectid the rewritten condition is exact (true for exactly the same rows), so it replaces
+//! the original, and the row estimate is that of the key's range, counted once. Only where an
+//! index of the table uses `objectid_timestamp(...)` in its expressions or predicate does the
+//! original stay as well, so that the index remains usable.
+//!
+//! For `uuid_extract_timestamp(id)` (the extension's, or PostgreSQL 18's) only version-7 UUIDs
+//! sort by their time, so the rewrite needs proof that the column holds nothing else: a valid
+//! CHECK constraint, or the query's own `uuid_extract_version(id) = 7` next to the condition.
+//! The bound then only narrows the scan, and the original condition stays as the exact test.
+//!
+//! `pg_objectid.time_index_paths = off` turns the rewrite off, for a session or a statement.
+
+mod catalog;
+mod condition;
+mod nodes;
+mod proof;
+mod rewrite;
+
+use pgrx::datum::Internal;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+
+static TIME_INDEX_PATHS: GucSetting<bool> = GucSetting::<bool>::new(true);
+
+static mut PREV_GET_RELATION_INFO_HOOK: pg_sys::get_relation_info_hook_type = None;
+
+pub(crate) fn init() {
+    GucRegistry::define_bool_guc(
+        c"pg_objectid.time_index_paths",
+        c"Answers time conditions on objectid and version-7 uuid keys from the key's indexes.",
+        c"When on, a condition such as objectid_timestamp(id) >= t is rewritten during planning \
+          into the equivalent condition on id, which btree and BRIN indexes on id, partition \
+          pruning and the key's statistics can use.",
+        &TIME_INDEX_PATHS,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    #[cfg(not(any(feature = "pg13", feature = "pg14")))]
+    // SAFETY: reserving our own prefix, as contrib modules do after defining their settings.
+    unsafe {
+        pg_sys::MarkGUCPrefixReserved(c"pg_objectid".as_ptr())
+    };
+    catalog::init();
+    // SAFETY: called once from _PG_init; chaining the hook is the documented protocol.
+    unsafe {
+        PREV_GET_RELATION_INFO_HOOK = pg_sys::get_relation_info_hook;
+        pg_sys::get_relation_info_hook = Some(get_relation_info);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn get_relation_info(
+    root: *mut pg_sys::PlannerInfo,
+    relation: pg_sys::Oid,
+    inhparent: bool,
+    rel: *mut pg_sys::RelOptInfo,
+) {
+    unsafe {
+        if let Some(prev) = PREV_GET_RELATION_INFO_HOOK {
+            pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev(root, relation, inhparent, rel));
+        }
+        // Base relations are built before the level's conditions are handed out; children of
+        // partitioned and inheritance parents (other member relations) get theirs from the
+        // parent's, already rewritten.
+        if !TIME_INDEX_PATHS.get()
+            || root.is_null()
+            || (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
+        {
+            return;
+        }
+        if let Some(catalog) = catalog::get() {
+            rewrite::rewrite_conditions_on(root, rel, relation, inhparent, &catalog);
+        }
+    }
+}
+
+/// Answers no request (a null pointer, not SQL NULL, which the planner would reject): being
+/// called is its job. The planner calls it while it simplifies a query that uses
+/// `objectid_timestamp`, which loads this library, and so installs the hook above, before the
+/// query's relations are planned: the rewrite works from a session's first query, without
+/// preloading.
+#[pg_extern(sql = false)]
+fn objectid_timestamp_support(_request: Internal) -> Internal {
+    Internal::from(Some(pg_sys::Datum::from(0usize)))
+}
+
+/// The same for the extension's `uuid_extract_timestamp`.
+#[pg_extern(sql = false)]
+fn uuid_extract_timestamp_support(_request: Internal) -> Internal {
+    Internal::from(Some(pg_sys::Datum::from(0usize)))
+}

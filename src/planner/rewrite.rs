@@ -1,0 +1,267 @@
+//! Rewriting the time conditions on one relation into conditions on its key.
+//!
+//! Runs from `get_relation_info_hook` for each base relation of a query level, that is from
+//! `add_base_rels_to_query` at the start of `query_planner` (planmain.c), after the level's
+//! expressions have been preprocessed and before `deconstruct_jointree` hands its conditions out
+//! to the relations. Everything PostgreSQL does with a relation's conditions comes later and sees
+//! the rewritten ones: partition pruning, partial-index proofs (`check_index_predicates`),
+//! index matching for every access method, TABLESAMPLE, inheritance, costs and row estimates.
+//!
+//! Where a condition may be rewritten: only in *qual position*, the conditions of a query
+//! level's WHERE clause and of its JOIN … ON clauses (`FromExpr.quals`, `JoinExpr.quals`), and
+//! there only through AND and OR, never under NOT or inside any other expression. In those
+//! places a row passes when the whole condition is true; NULL and false both reject it. Through
+//! AND and OR, whether the whole is true depends only on which parts are true, so replacing a
+//! part with one that is true for exactly the same rows cannot change the result, even where the
+//! replacement is NULL where the original was false.
+
+use pgrx::pg_sys;
+
+use super::catalog::Catalog;
+use super::condition::{recognise, version_7_column, Strategy, TimeCondition, TimeFunction};
+use super::nodes::{is_a, list_of, list_ptrs};
+use super::proof;
+
+struct Level<'a> {
+    root: *mut pg_sys::PlannerInfo,
+    catalog: &'a Catalog,
+    /// The relation being planned: its range table index, table OID, and whether the scan
+    /// includes inheritance children or partitions.
+    varno: pg_sys::Index,
+    relid: pg_sys::Oid,
+    inh: bool,
+    /// Whether an index of the relation needs `objectid_timestamp(...)` as written; asked once.
+    objectid_condition_kept: Option<bool>,
+}
+
+/// Rewrites the time conditions on relation `rel` (table `relid`) found in the query level
+/// `root` is planning.
+pub(crate) unsafe fn rewrite_conditions_on(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    relid: pg_sys::Oid,
+    inh: bool,
+    catalog: &Catalog,
+) {
+    unsafe {
+        let parse = (*root).parse;
+        if parse.is_null() || (*parse).jointree.is_null() {
+            return;
+        }
+        let mut level = Level {
+            root,
+            catalog,
+            varno: (*rel).relid,
+            relid,
+            inh,
+            objectid_condition_kept: None,
+        };
+        walk_jointree((*parse).jointree.cast(), &mut level);
+    }
+}
+
+unsafe fn walk_jointree(node: *mut pg_sys::Node, level: &mut Level) {
+    unsafe {
+        if is_a(node, pg_sys::NodeTag::T_FromExpr) {
+            let from = node.cast::<pg_sys::FromExpr>();
+            (*from).quals = rewrite_qual((*from).quals, level);
+            for item in list_ptrs((*from).fromlist) {
+                walk_jointree(item.cast(), level);
+            }
+        } else if is_a(node, pg_sys::NodeTag::T_JoinExpr) {
+            let join = node.cast::<pg_sys::JoinExpr>();
+            (*join).quals = rewrite_qual((*join).quals, level);
+            walk_jointree((*join).larg, level);
+            walk_jointree((*join).rarg, level);
+        }
+    }
+}
+
+/// A qual (by now an implicit-AND List) with its time conditions rewritten.
+unsafe fn rewrite_qual(node: *mut pg_sys::Node, level: &mut Level) -> *mut pg_sys::Node {
+    unsafe {
+        if node.is_null() {
+            return node;
+        }
+        let conjuncts = rewrite_positive(node, &[], level);
+        if is_a(node, pg_sys::NodeTag::T_List) {
+            list_of(conjuncts).cast()
+        } else {
+            and_of(conjuncts)
+        }
+    }
+}
+
+/// The conjuncts that, in qual position, pass exactly the rows `node` passes. `v7_columns` are
+/// the columns that enclosing ANDs require to hold a version-7 UUID.
+unsafe fn rewrite_positive(
+    node: *mut pg_sys::Node,
+    v7_columns: &[*mut pg_sys::Var],
+    level: &mut Level,
+) -> Vec<*mut pg_sys::Node> {
+    unsafe {
+        let and_args = if is_a(node, pg_sys::NodeTag::T_List) {
+            Some(node.cast::<pg_sys::List>())
+        } else if is_bool(node, pg_sys::BoolExprType::AND_EXPR) {
+            Some((*node.cast::<pg_sys::BoolExpr>()).args)
+        } else {
+            None
+        };
+        if let Some(args) = and_args {
+            // A row passes an AND only if it passes every arm, so what one arm requires holds
+            // while another is evaluated: `uuid_extract_version(id) = 7 AND <time on id>`.
+            let mut known = v7_columns.to_vec();
+            known.extend(list_ptrs(args).filter_map(|a| version_7_column(a.cast(), level.catalog)));
+            return list_ptrs(args)
+                .flat_map(|a| rewrite_positive(a.cast(), &known, level))
+                .collect();
+        }
+        if is_bool(node, pg_sys::BoolExprType::OR_EXPR) {
+            let or = node.cast::<pg_sys::BoolExpr>();
+            let arms: Vec<*mut pg_sys::Node> = list_ptrs((*or).args)
+                .map(|a| and_of(rewrite_positive(a.cast(), v7_columns, level)))
+                .collect();
+            (*or).args = list_of(arms);
+            return vec![node];
+        }
+        match recognise(node, level.catalog) {
+            Some(condition) => rewrite_condition(node, &condition, v7_columns, level),
+            None => vec![node],
+        }
+    }
+}
+
+unsafe fn rewrite_condition(
+    node: *mut pg_sys::Node,
+    c: &TimeCondition,
+    v7_columns: &[*mut pg_sys::Var],
+    level: &mut Level,
+) -> Vec<*mut pg_sys::Node> {
+    unsafe {
+        let column = &*c.column;
+        if column.varno as pg_sys::Index != level.varno || column.varlevelsup != 0 {
+            return vec![node];
+        }
+        // The time must have one value per row, computed as the original condition computed it.
+        // A subquery is left alone too: copying it would plan it twice.
+        if pg_sys::contain_volatile_functions(c.other) || pg_sys::contain_subplans(c.other) {
+            return vec![node];
+        }
+        // An equality with another relation's column is a join clause that hash and merge joins
+        // can use; two range bounds could not.
+        if c.strategy == Strategy::Equal && pg_sys::contain_vars_of_level(c.other, 0) {
+            return vec![node];
+        }
+        match c.function {
+            TimeFunction::ObjectId => {
+                let exact = exact_objectid_bounds(c, level);
+                let kept = *level.objectid_condition_kept.get_or_insert_with(|| {
+                    proof::condition_serves_an_index(level.relid, level.catalog.objectid_timestamp)
+                });
+                if kept {
+                    core::iter::once(node).chain(exact).collect()
+                } else {
+                    exact
+                }
+            }
+            TimeFunction::Uuid => {
+                let attno = column.varattno;
+                let known = v7_columns.iter().any(|&v| {
+                    (*v).varno == column.varno
+                        && (*v).varattno == attno
+                        && (*v).varlevelsup == column.varlevelsup
+                });
+                if !known
+                    && !proof::check_says_only_v7(level.relid, attno, level.inh, level.catalog)
+                {
+                    return vec![node];
+                }
+                core::iter::once(node)
+                    .chain(implied_uuid_bounds(c, level))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Conditions on the objectid itself that hold for exactly the rows the time condition holds
+/// for (see `crate::core::time::first_at_or_after`).
+unsafe fn exact_objectid_bounds(c: &TimeCondition, level: &Level) -> Vec<*mut pg_sys::Node> {
+    let k = level.catalog;
+    let (ge, le) = (k.objectid_ge, k.objectid_le);
+    let bounds: &[(pg_sys::Oid, pg_sys::Oid)] = match c.strategy {
+        Strategy::GreaterEqual => &[(ge, k.first_at_or_after)],
+        Strategy::Greater => &[(ge, k.first_after)],
+        Strategy::LessEqual => &[(le, k.last_at_or_before)],
+        Strategy::Less => &[(le, k.last_before)],
+        Strategy::Equal => &[(ge, k.first_at_or_after), (le, k.last_at_or_before)],
+    };
+    bounds
+        .iter()
+        .map(|&(op, bound)| unsafe { bound_condition(c, level, op, bound, k.objectid_type) })
+        .collect()
+}
+
+/// Conditions every version-7 UUID satisfying the time condition satisfies: bounds of whole
+/// milliseconds. The time condition stays next to them.
+unsafe fn implied_uuid_bounds(c: &TimeCondition, level: &Level) -> Vec<*mut pg_sys::Node> {
+    let k = level.catalog;
+    let (ge, le) = (k.uuid_ge, k.uuid_le);
+    let bounds: &[(pg_sys::Oid, pg_sys::Oid)] = match c.strategy {
+        Strategy::GreaterEqual | Strategy::Greater => &[(ge, k.uuidv7_lower_bound)],
+        Strategy::LessEqual => &[(le, k.uuidv7_upper_bound)],
+        Strategy::Less => &[(le, k.uuidv7_upper_bound_before)],
+        Strategy::Equal => &[(ge, k.uuidv7_lower_bound), (le, k.uuidv7_upper_bound)],
+    };
+    bounds
+        .iter()
+        .map(|&(op, bound)| unsafe { bound_condition(c, level, op, bound, pg_sys::UUIDOID) })
+        .collect()
+}
+
+/// `arg <op> bound(other)`, simplified as the level's other conditions already are (a bound of a
+/// constant time becomes a constant id).
+unsafe fn bound_condition(
+    c: &TimeCondition,
+    level: &Level,
+    op: pg_sys::Oid,
+    bound: pg_sys::Oid,
+    keytype: pg_sys::Oid,
+) -> *mut pg_sys::Node {
+    unsafe {
+        let call = pg_sys::makeFuncExpr(
+            bound,
+            keytype,
+            list_of([pg_sys::copyObjectImpl(c.other.cast()).cast()]),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        );
+        let expr = pg_sys::make_opclause(
+            op,
+            pg_sys::BOOLOID,
+            false,
+            pg_sys::copyObjectImpl(c.arg.cast()).cast(),
+            call.cast(),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+        );
+        pg_sys::eval_const_expressions(level.root, expr.cast())
+    }
+}
+
+unsafe fn is_bool(node: *mut pg_sys::Node, op: pg_sys::BoolExprType::Type) -> bool {
+    unsafe {
+        is_a(node, pg_sys::NodeTag::T_BoolExpr) && (*node.cast::<pg_sys::BoolExpr>()).boolop == op
+    }
+}
+
+/// One node for a list of conjuncts.
+unsafe fn and_of(conjuncts: Vec<*mut pg_sys::Node>) -> *mut pg_sys::Node {
+    unsafe {
+        match conjuncts[..] {
+            [single] => single,
+            _ => pg_sys::make_andclause(list_of(conjuncts)).cast(),
+        }
+    }
+}

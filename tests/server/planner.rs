@@ -1,0 +1,292 @@
+//! The planner's rewrite of time conditions (src/planner/): one regression test per problem it
+//! once had, each named after what it guards, and the setting that turns it off. The broad
+//! proof that it never changes a result is `differential.rs`.
+
+use postgres::Client;
+
+use crate::common::*;
+
+/// Rows of `sql` as sorted text, with the rewrite on and off: they must be equal.
+fn same_rows_on_and_off(c: &mut Client, sql: &str) -> Vec<String> {
+    let run = |c: &mut Client| {
+        let mut rows: Vec<String> = c
+            .simple_query(sql)
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => Some(
+                    (0..r.len())
+                        .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                _ => None,
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    c.batch_execute("SET pg_objectid.time_index_paths = on")
+        .unwrap();
+    let on = run(c);
+    c.batch_execute("SET pg_objectid.time_index_paths = off")
+        .unwrap();
+    let off = run(c);
+    c.batch_execute("RESET pg_objectid.time_index_paths")
+        .unwrap();
+    assert_eq!(on, off, "{sql}");
+    on
+}
+
+/// A v7 table `u` of 2,000 rows one a minute back from now (n = 0…1999), plus one version-1 UUID
+/// of the current time (n = -1), whose bytes do not sort by its time.
+fn uuid_table_with_a_v1_row(c: &mut Client) {
+    c.batch_execute(
+        "CREATE TABLE u (id uuid PRIMARY KEY, n int); \
+         INSERT INTO u SELECT public.uuidv7_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 1999) i; \
+         INSERT INTO u SELECT ( \
+           lpad(to_hex(t & 4294967295), 8, '0') || lpad(to_hex((t >> 32) & 65535), 4, '0') || \
+           lpad(to_hex(((t >> 48) & 4095) | 4096), 4, '0') || '8000' || '000000000000')::uuid, -1 \
+         FROM (SELECT ((extract(epoch FROM now())::int8 * 1000000 + 12219292800000000) * 10) AS t) s; \
+         ANALYZE u",
+    )
+    .unwrap();
+}
+
+/// Issue 10, item 1: functions and operators are recognised by OID. A temporary function with
+/// the name of ours and no arguments once crashed the server; a look-alike `uuid_extract_version`
+/// or an operator named `=` that is not equality once convinced the planner that a column held
+/// only v7 values, and the v1 row went missing.
+#[test]
+fn look_alike_functions_and_operators_are_not_taken_for_ours() {
+    let mut c = fresh_db("t_plan_lookalike");
+    uuid_table_with_a_v1_row(&mut c);
+    c.batch_execute(
+        "CREATE FUNCTION pg_temp.uuid_extract_version() RETURNS int LANGUAGE plpgsql STABLE \
+           AS 'BEGIN RETURN 7; END'; \
+         CREATE SCHEMA evil; \
+         CREATE FUNCTION evil.uuid_extract_version(uuid) RETURNS int2 LANGUAGE sql IMMUTABLE \
+           AS 'SELECT 7::int2'; \
+         CREATE FUNCTION evil.always(int2, int4) RETURNS bool LANGUAGE sql IMMUTABLE \
+           AS 'SELECT true'; \
+         CREATE OPERATOR evil.= (LEFTARG = int2, RIGHTARG = int4, FUNCTION = evil.always); \
+         CREATE FUNCTION evil.objectid_timestamp(objectid) RETURNS timestamptz LANGUAGE sql \
+           IMMUTABLE AS 'SELECT ''2000-01-01''::timestamptz'; \
+         CREATE FUNCTION evil.ts_lt(timestamptz, timestamptz) RETURNS bool LANGUAGE sql \
+           IMMUTABLE AS 'SELECT $1 < $2'; \
+         CREATE OPERATOR evil.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, \
+           FUNCTION = evil.ts_lt); \
+         CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
+         INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 1999) i; \
+         ANALYZE ev",
+    )
+    .unwrap();
+    let time = "public.uuid_extract_timestamp(id) > now() - interval '1 hour'";
+    for proof in [
+        "pg_temp.uuid_extract_version() = 7",
+        "evil.uuid_extract_version(id) = 7",
+        "public.uuid_extract_version(id) OPERATOR(evil.=) 7",
+    ] {
+        let q = format!("SELECT n FROM u WHERE {proof} AND {time}");
+        let plan = explain(&mut c, &q);
+        assert!(!plan.contains("uuidv7_lower_bound"), "{proof}:\n{plan}");
+        let rows = same_rows_on_and_off(&mut c, &q);
+        assert!(
+            rows.contains(&"-1".to_string()),
+            "{proof}: the v1 row is found"
+        );
+    }
+    // Conditions that only look like time conditions are left as written.
+    for q in [
+        "SELECT n FROM ev WHERE evil.objectid_timestamp(id) >= now() - interval '1 hour'",
+        "SELECT n FROM ev WHERE objectid_timestamp(id) OPERATOR(evil.>=) now() - interval '1 hour'",
+    ] {
+        let plan = explain(&mut c, q);
+        assert!(!plan.contains("objectid_first"), "{q}:\n{plan}");
+        same_rows_on_and_off(&mut c, q);
+    }
+    // evil.>= is "earlier than": every row but the last hour's 60 or 61.
+    let n = one_i64(
+        &mut c,
+        "SELECT count(*) FROM ev WHERE objectid_timestamp(id) OPERATOR(evil.>=) now() - interval '1 hour'",
+    );
+    assert!((1939..=1940).contains(&n), "{n}");
+}
+
+/// Issue 10, item 2: a partial index is used only where the query implies its predicate.
+#[test]
+fn partial_indexes_are_used_only_under_their_predicate() {
+    let mut c = fresh_db("t_plan_partial");
+    c.batch_execute(
+        "CREATE TABLE ev (id objectid, hot bool); \
+         INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i % 10 = 0 \
+           FROM generate_series(0, 199999) i; \
+         CREATE INDEX ON ev (id) WHERE hot; ANALYZE ev",
+    )
+    .unwrap();
+    let all = "SELECT count(*) FROM ev WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
+    let n = same_rows_on_and_off(&mut c, all);
+    assert!(n == ["60"] || n == ["61"], "{n:?}");
+    let hot = format!("{all} AND hot");
+    let n_hot = same_rows_on_and_off(&mut c, &hot);
+    assert!(n_hot == ["6"] || n_hot == ["7"], "{n_hot:?}");
+    assert!(
+        explain(&mut c, &hot).contains("ev_id_idx"),
+        "the partial index serves the hot rows"
+    );
+    c.batch_execute("SET enable_seqscan = off").unwrap();
+    assert_eq!(same_rows_on_and_off(&mut c, all), n);
+}
+
+/// Issue 10, item 3: TABLESAMPLE is kept.
+#[test]
+fn tablesample_is_kept() {
+    let mut c = fresh_db("t_plan_tablesample");
+    c.batch_execute(
+        "CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
+         INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 99999) i; ANALYZE ev",
+    )
+    .unwrap();
+    let q = "SELECT count(*) FROM ev TABLESAMPLE SYSTEM (1) REPEATABLE (1) \
+             WHERE objectid_timestamp(id) >= now() - interval '30 days'";
+    let sampled: i64 = same_rows_on_and_off(&mut c, q)[0].parse().unwrap();
+    assert!(
+        sampled < 43_200 / 4,
+        "{sampled} of 43,200 rows: the sample is applied"
+    );
+    let q = "SELECT count(*) FROM ev TABLESAMPLE BERNOULLI (5) REPEATABLE (7) \
+             WHERE objectid_timestamp(id) < now() - interval '30 days'";
+    same_rows_on_and_off(&mut c, q);
+}
+
+/// Issue 10, item 4: partitioned tables (their partitioned indexes have no cost estimator and
+/// once crashed the server on 16+) get index scans on each partition, and range partitions on
+/// the key are pruned by the time condition.
+#[test]
+fn partitioned_tables_scan_each_partition_by_its_index_and_prune() {
+    let mut c = fresh_db("t_plan_partitioned");
+    c.batch_execute(
+        "CREATE TABLE hv (id objectid PRIMARY KEY, n int) PARTITION BY HASH (id); \
+         CREATE TABLE hv0 PARTITION OF hv FOR VALUES WITH (MODULUS 2, REMAINDER 0); \
+         CREATE TABLE hv1 PARTITION OF hv FOR VALUES WITH (MODULUS 2, REMAINDER 1); \
+         INSERT INTO hv SELECT gen_objectid_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 49999) i; ANALYZE hv; \
+         CREATE TABLE rv (id objectid PRIMARY KEY, n int) PARTITION BY RANGE (id); \
+         CREATE TABLE rv_old PARTITION OF rv \
+           FOR VALUES FROM (MINVALUE) TO (objectid_from_time(now() - interval '10 days')); \
+         CREATE TABLE rv_new PARTITION OF rv \
+           FOR VALUES FROM (objectid_from_time(now() - interval '10 days')) TO (MAXVALUE); \
+         INSERT INTO rv SELECT id, n FROM hv; ANALYZE rv",
+    )
+    .unwrap();
+    let q = "SELECT n FROM hv WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
+    let plan = explain(&mut c, q);
+    assert!(
+        plan.contains("hv0_pkey") && plan.contains("hv1_pkey"),
+        "{plan}"
+    );
+    let n = same_rows_on_and_off(&mut c, q).len();
+    assert!((60..=61).contains(&n), "{n}");
+    let q = "SELECT n FROM rv WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
+    let plan = explain(&mut c, q);
+    assert!(
+        plan.contains("rv_new_pkey")
+            && !plan.contains("rv_old")
+            && plan.contains("Subplans Removed: 1"),
+        "pruned at executor start-up:\n{plan}"
+    );
+    let n = same_rows_on_and_off(&mut c, q).len();
+    assert!((60..=61).contains(&n), "{n}");
+    let old = one_string(&mut c, "SELECT (now() - interval '20 days')::text");
+    let q = format!("SELECT count(*) FROM rv WHERE objectid_timestamp(id) < '{old}'");
+    let plan = explain(&mut c, &q);
+    assert!(!plan.contains("rv_new"), "pruned while planning:\n{plan}");
+    same_rows_on_and_off(&mut c, &q);
+}
+
+/// Issue 10, item 7: without preloading, a session's very first query already gets the index,
+/// for `uuid_extract_timestamp` on a v7-only column as for `objectid_timestamp`.
+#[test]
+fn a_sessions_first_query_uses_the_index_for_v7_uuids() {
+    let mut c = fresh_db("t_plan_first_uuid");
+    c.batch_execute(
+        "CREATE TABLE u (id uuid PRIMARY KEY CHECK (public.uuid_extract_version(id) = 7), n int); \
+         INSERT INTO u SELECT public.uuidv7_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 99999) i; ANALYZE u",
+    )
+    .unwrap();
+    drop(c);
+    let mut fresh = connect_to("t_plan_first_uuid");
+    let preloaded = one_string(&mut fresh, "SHOW shared_preload_libraries");
+    let plan = explain(
+        &mut fresh,
+        "SELECT n FROM u WHERE public.uuid_extract_timestamp(id) >= now() - interval '1 hour'",
+    );
+    assert!(plan.contains("u_pkey"), "preload: {preloaded:?}\n{plan}");
+}
+
+/// Issue 10, item 9: an index with another btree operator class over objectid (here one that
+/// sorts backwards) gives the same rows; the rewritten condition uses the extension's own `>=`,
+/// which such an index can only serve through its own operator family.
+#[test]
+fn indexes_of_other_operator_classes_give_the_same_rows() {
+    let mut c = fresh_db("t_plan_opclass");
+    c.batch_execute(
+        "CREATE FUNCTION objectid_cmp_desc(objectid, objectid) RETURNS int LANGUAGE sql \
+           IMMUTABLE STRICT AS 'SELECT -public.objectid_cmp($1, $2)'; \
+         CREATE OPERATOR CLASS objectid_desc_ops FOR TYPE objectid USING btree AS \
+           OPERATOR 1 >, OPERATOR 2 >=, OPERATOR 3 =, OPERATOR 4 <=, OPERATOR 5 <, \
+           FUNCTION 1 objectid_cmp_desc(objectid, objectid); \
+         CREATE TABLE ev (id objectid, n int); \
+         INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 49999) i; \
+         CREATE INDEX ev_desc ON ev (id objectid_desc_ops); ANALYZE ev; \
+         SET enable_seqscan = off",
+    )
+    .unwrap();
+    for condition in [
+        "objectid_timestamp(id) >= now() - interval '1 hour'",
+        "objectid_timestamp(id) < now() - interval '34 days'",
+        "objectid_timestamp(id) BETWEEN now() - interval '3 hours' AND now() - interval '2 hours'",
+    ] {
+        let rows = same_rows_on_and_off(&mut c, &format!("SELECT n FROM ev WHERE {condition}"));
+        assert!(!rows.is_empty(), "{condition}");
+    }
+}
+
+/// `pg_objectid.time_index_paths` is on by default, settable by any user per session, and off
+/// leaves every condition as written.
+#[test]
+fn the_setting_turns_the_rewrite_off() {
+    let mut c = fresh_db("t_plan_setting");
+    c.batch_execute(
+        "CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
+         INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
+           FROM generate_series(0, 9999) i; ANALYZE ev; \
+         DROP ROLE IF EXISTS plan_user; CREATE ROLE plan_user; \
+         GRANT SELECT ON ev TO plan_user",
+    )
+    .unwrap();
+    let q = "SELECT n FROM ev WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
+    assert!(explain(&mut c, q).contains("objectid_first_at_or_after("));
+    c.batch_execute("SET ROLE plan_user; SET pg_objectid.time_index_paths = off")
+        .unwrap();
+    assert_eq!(
+        one_string(&mut c, "SHOW pg_objectid.time_index_paths"),
+        "off"
+    );
+    let plan = explain(&mut c, q);
+    assert!(
+        !plan.contains("objectid_first") && plan.contains("Seq Scan"),
+        "{plan}"
+    );
+    c.batch_execute("RESET ROLE; RESET pg_objectid.time_index_paths")
+        .unwrap();
+    assert_eq!(
+        one_string(&mut c, "SHOW pg_objectid.time_index_paths"),
+        "on"
+    );
+}
