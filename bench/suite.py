@@ -376,6 +376,8 @@ def main():
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--settings", default="", help="the clusters' settings, one per line, for the report")
     p.add_argument("--json", required=True)
+    p.add_argument("--only", default="",
+                   help="comma-separated workloads to run (generation, bulk, reads, concurrent, layout); default all")
     a = p.parse_args()
 
     clusters = {"main": Cluster(a.main), "backend": Cluster(a.backend)}
@@ -397,12 +399,22 @@ def main():
         "reps": a.reps,
         "candidates": [asdict(c) for c in cands],
     }
-    results["generation"] = generation(clusters, cands, a.reps, calls=1_000_000)
-    results["bulk"] = bulk(clusters, cands, a.reps, a.rows)
-    results["reads"] = reads(clusters, cands, a.reps, lookups=20_000)
-    with tempfile.TemporaryDirectory() as workdir:
-        results["concurrent"] = concurrent(clusters, cands, a.reps, a.seconds, [1, 2, 4, 8], workdir)
-    results["layout"] = layout(clusters["main"], rows=max(100_000, a.rows // 20))
+    only = {w for w in a.only.split(",") if w}
+    unknown = only - {"generation", "bulk", "reads", "concurrent", "layout"}
+    if unknown:
+        sys.exit(f"unknown workloads: {sorted(unknown)}")
+    want = lambda w: not only or w in only
+    if want("generation"):
+        results["generation"] = generation(clusters, cands, a.reps, calls=1_000_000)
+    if want("bulk"):
+        results["bulk"] = bulk(clusters, cands, a.reps, a.rows)
+    if want("reads"):
+        results["reads"] = reads(clusters, cands, a.reps, lookups=20_000)
+    if want("concurrent"):
+        with tempfile.TemporaryDirectory() as workdir:
+            results["concurrent"] = concurrent(clusters, cands, a.reps, a.seconds, [1, 2, 4, 8], workdir)
+    if want("layout"):
+        results["layout"] = layout(clusters["main"], rows=max(100_000, a.rows // 20))
     results["elapsed_s"] = round(time.monotonic() - STARTED)
     with open(a.json, "w") as f:
         json.dump(results, f, indent=1, default=str)

@@ -3,7 +3,7 @@
 # clusters, runs every workload of bench/suite.py over every candidate, and writes
 # docs/benchmarks.md, docs/benchmarks.json and the charts docs/bench-*.png.
 #
-#   scripts/bench.sh [--scale N] [--reps N] [--seconds N] [--pg VERSION] [--out DIR]
+#   scripts/bench.sh [--scale N] [--reps N] [--seconds N] [--pg VERSION] [--out DIR] [--only LIST]
 #
 #   --scale N     multiplies the row counts (default 1: 2 million rows per bulk load)
 #   --reps N      repetitions of each measurement; the report gives medians (default 3)
@@ -11,6 +11,8 @@
 #   --pg VERSION  the server most candidates run on, 14-18 (default 18, whose built-in uuidv7()
 #                 is then a candidate too)
 #   --out DIR     where the report, charts and JSON go (default docs/ of this repository)
+#   --only LIST   run only these workloads (comma-separated: generation, bulk, reads, concurrent,
+#                 layout), write only the JSON and print its medians instead of the report
 #
 # Per-backend generator state only exists where there is neither shared_preload_libraries nor the
 # DSM registry, that is below 17; so that candidate runs on a second, not preloaded cluster (the
@@ -19,7 +21,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-scale=1 reps=3 seconds=10 main=18 out="$ROOT/docs"
+scale=1 reps=3 seconds=10 main=18 out="$ROOT/docs" only=""
 while [ $# -gt 0 ]; do
     case $1 in
         --scale) scale=$2 ;;
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2 ;;
         --pg) main=$2 ;;
         --out) out=$2 ;;
-        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --only) only=$2 ;;
+        -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
@@ -105,9 +108,22 @@ PYTHONPATH="$pydeps" python3 "$ROOT/bench/suite.py" \
     --backend "$base/backend:55541:$(dirname "$backend_cfg")" \
     --rows "$rows" --reps "$reps" --seconds "$seconds" \
     --settings "$(printf '%s\n' "${settings[@]}")" \
-    --json "$out/benchmarks.json" &
+    --json "$out/benchmarks.json" --only "$only" &
 child=$!
 wait "$child"
 child=""
+if [ -n "$only" ]; then
+    # A partial run: the medians, not a report whose other sections would be missing.
+    python3 - "$out/benchmarks.json" <<'PY'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+for workload, data in r.items():
+    if isinstance(data, dict) and "ns_per_call" in data:
+        for key, values in data["ns_per_call"].items():
+            print(f"{workload:12} {key:24} median {statistics.median(values):8.1f} ns of {[round(v, 1) for v in values]}")
+PY
+    log "partial benchmark ($only) finished in $(($(date +%s) - started)) s: $out/benchmarks.json"
+    exit 0
+fi
 PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$out/benchmarks.json" "$out" >/dev/null
 log "benchmark finished in $(($(date +%s) - started)) s: $out/benchmarks.md"

@@ -117,10 +117,15 @@ unsafe fn look_up() -> Option<Catalog> {
             (oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == extension)
                 .then_some(oid)
         };
-        let function = |name: &CStr, arg: pg_sys::Oid| {
+        // Belonging to the extension is not enough: the owner of a trusted extension, who need
+        // not be a superuser, can add functions of their own to it (ALTER EXTENSION … ADD), for
+        // instance ones an older version lacks. Only a superuser can create a C function, so
+        // each must also be a C function of this library with the expected symbol and signature.
+        let function = |name: &CStr, arg: pg_sys::Oid, ret: pg_sys::Oid| {
             let qualified = qualified_name(schema, name);
             let oid = pg_sys::LookupFuncName(qualified, 1, &arg, true);
             ours(pg_sys::ProcedureRelationId, oid)
+                .filter(|&f| is_library_function(f, name, &[arg], ret))
         };
         let objectid_type = ours(
             pg_sys::TypeRelationId,
@@ -132,7 +137,8 @@ unsafe fn look_up() -> Option<Catalog> {
                 pg_sys::Datum::from(0usize),
                 pg_sys::Datum::from(0usize),
             ),
-        )?;
+        )
+        .filter(|&t| pg_sys::get_typtype(t) == pg_sys::TYPTYPE_BASE as core::ffi::c_char)?;
         let objectid_family = pg_sys::get_opclass_family(ours(
             pg_sys::OperatorClassRelationId,
             pg_sys::get_opclass_oid(
@@ -154,26 +160,33 @@ unsafe fn look_up() -> Option<Catalog> {
             let oid = pg_sys::get_opfamily_member(family, typ, typ, strategy as i16);
             (oid != pg_sys::InvalidOid).then_some(oid)
         };
+        // The objectid operators' functions, checked like the functions above.
+        let objectid_operator = |strategy: u32, symbol: &CStr| {
+            member(objectid_family, objectid_type, strategy).filter(|&op| {
+                is_library_function(
+                    pg_sys::get_opcode(op),
+                    symbol,
+                    &[objectid_type, objectid_type],
+                    pg_sys::BOOLOID,
+                )
+            })
+        };
         let ts = pg_sys::TIMESTAMPTZOID;
         Some(Catalog {
             objectid_type,
-            objectid_timestamp: function(c"objectid_timestamp", objectid_type)?,
-            objectid_ge: member(
-                objectid_family,
-                objectid_type,
-                pg_sys::BTGreaterEqualStrategyNumber,
+            objectid_timestamp: function(c"objectid_timestamp", objectid_type, ts)?,
+            objectid_ge: objectid_operator(pg_sys::BTGreaterEqualStrategyNumber, c"objectid_ge")?,
+            objectid_le: objectid_operator(pg_sys::BTLessEqualStrategyNumber, c"objectid_le")?,
+            first_at_or_after: function(c"objectid_first_at_or_after", ts, objectid_type)?,
+            first_after: function(c"objectid_first_after", ts, objectid_type)?,
+            last_at_or_before: function(c"objectid_last_at_or_before", ts, objectid_type)?,
+            last_before: function(c"objectid_last_before", ts, objectid_type)?,
+            uuid_extract_timestamp: function(c"uuid_extract_timestamp", pg_sys::UUIDOID, ts)?,
+            uuid_extract_version: function(
+                c"uuid_extract_version",
+                pg_sys::UUIDOID,
+                pg_sys::INT2OID,
             )?,
-            objectid_le: member(
-                objectid_family,
-                objectid_type,
-                pg_sys::BTLessEqualStrategyNumber,
-            )?,
-            first_at_or_after: function(c"objectid_first_at_or_after", ts)?,
-            first_after: function(c"objectid_first_after", ts)?,
-            last_at_or_before: function(c"objectid_last_at_or_before", ts)?,
-            last_before: function(c"objectid_last_before", ts)?,
-            uuid_extract_timestamp: function(c"uuid_extract_timestamp", pg_sys::UUIDOID)?,
-            uuid_extract_version: function(c"uuid_extract_version", pg_sys::UUIDOID)?,
             uuid_ge: member(
                 uuid_family,
                 pg_sys::UUIDOID,
@@ -184,10 +197,89 @@ unsafe fn look_up() -> Option<Catalog> {
                 pg_sys::UUIDOID,
                 pg_sys::BTLessEqualStrategyNumber,
             )?,
-            uuidv7_lower_bound: function(c"uuidv7_lower_bound", ts)?,
-            uuidv7_upper_bound: function(c"uuidv7_upper_bound", ts)?,
-            uuidv7_upper_bound_before: function(c"uuidv7_upper_bound_before", ts)?,
+            uuidv7_lower_bound: function(c"uuidv7_lower_bound", ts, pg_sys::UUIDOID)?,
+            uuidv7_upper_bound: function(c"uuidv7_upper_bound", ts, pg_sys::UUIDOID)?,
+            uuidv7_upper_bound_before: function(c"uuidv7_upper_bound_before", ts, pg_sys::UUIDOID)?,
         })
+    }
+}
+
+/// Where the install script's `MODULE_PATHNAME` points (the control file's `module_pathname`).
+const LIBRARY: &CStr = c"$libdir/pg_objectid";
+/// pg_language's OID of C (`ClanguageId`, fixed in pg_language.dat).
+const C_LANGUAGE: pg_sys::Oid = pg_sys::Oid::from_u32(13);
+
+/// Whether function `oid` is this library's `name` (symbol `name_wrapper`, as pgrx exports it):
+/// a C function in `LIBRARY`, immutable, strict, not returning a set, taking `args` and
+/// returning `ret`.
+unsafe fn is_library_function(
+    oid: pg_sys::Oid,
+    name: &CStr,
+    args: &[pg_sys::Oid],
+    ret: pg_sys::Oid,
+) -> bool {
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            pg_sys::Datum::from(oid),
+        );
+        if tuple.is_null() {
+            return false;
+        }
+        let data = (*tuple).t_data;
+        let form = data
+            .cast::<u8>()
+            .add(usize::from((*data).t_hoff))
+            .cast::<pg_sys::FormData_pg_proc>();
+        let text_column = |column: u32| {
+            let mut isnull = true;
+            let datum = pg_sys::SysCacheGetAttr(
+                pg_sys::SysCacheIdentifier::PROCOID as i32,
+                tuple,
+                column as pg_sys::AttrNumber,
+                &mut isnull,
+            );
+            (!isnull)
+                .then(|| CStr::from_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr())).to_owned())
+        };
+        let symbol = format!("{}_wrapper", name.to_string_lossy());
+        let f = &*form;
+        let ok = f.prolang == C_LANGUAGE
+            && f.provolatile == pg_sys::PROVOLATILE_IMMUTABLE as core::ffi::c_char
+            && f.proisstrict
+            && !f.proretset
+            && f.prorettype == ret
+            && usize::try_from(f.pronargs).ok() == Some(args.len())
+            && args
+                .iter()
+                .enumerate()
+                .all(|(i, &a)| *f.proargtypes.values.as_ptr().add(i) == a)
+            && text_column(pg_sys::Anum_pg_proc_probin).as_deref() == Some(LIBRARY)
+            && text_column(pg_sys::Anum_pg_proc_prosrc)
+                .is_some_and(|s| s.to_bytes() == symbol.as_bytes());
+        pg_sys::ReleaseSysCache(tuple);
+        ok
+    }
+}
+
+/// Whether the current user may call function `oid`: a query rewritten to call our bound
+/// functions must not fail where the original would have run.
+pub(crate) unsafe fn executable(oid: pg_sys::Oid) -> bool {
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        let result = pg_sys::pg_proc_aclcheck(
+            oid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_EXECUTE as pg_sys::AclMode,
+        );
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        let result = pg_sys::object_aclcheck(
+            pg_sys::ProcedureRelationId,
+            oid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_EXECUTE as pg_sys::AclMode,
+        );
+        result == pg_sys::AclResult::ACLCHECK_OK
     }
 }
 

@@ -26,6 +26,14 @@ pub(crate) unsafe fn check_says_only_v7(
     catalog: &Catalog,
 ) -> bool {
     unsafe {
+        // PostgreSQL does not enforce CHECK constraints on foreign tables (it cannot see their
+        // rows being written), so theirs prove nothing, nor do a parent's when a child or
+        // partition is foreign.
+        if scanned_relations(relid, inh).any(|r| {
+            pg_sys::get_rel_relkind(r) == pg_sys::RELKIND_FOREIGN_TABLE as core::ffi::c_char
+        }) {
+            return false;
+        }
         let relation = pg_sys::RelationIdGetRelation(relid);
         if relation.is_null() {
             return false;
@@ -61,48 +69,95 @@ pub(crate) unsafe fn check_says_only_v7(
 }
 
 /// Whether a time condition on `relid` must stay in the query next to its index bound, because
-/// the table has an index whose expressions or predicate call the time function: such an index
-/// can only be used (or proven to cover the query, `predicate_implied_by`) through the
-/// condition as written.
-pub(crate) unsafe fn condition_serves_an_index(relid: pg_sys::Oid, function: pg_sys::Oid) -> bool {
+/// the table, or with `inh` any of its children and partitions, has an index whose expressions
+/// or predicate call the time function: such an index can only be used (or proven to cover the
+/// query, `predicate_implied_by`) through the condition as written.
+pub(crate) unsafe fn condition_serves_an_index(
+    relid: pg_sys::Oid,
+    inh: bool,
+    function: pg_sys::Oid,
+) -> bool {
     unsafe {
-        let relation = pg_sys::RelationIdGetRelation(relid);
-        if relation.is_null() {
-            return true;
+        scanned_relations(relid, inh).any(|table| {
+            index_definitions(table)
+                .into_iter()
+                .any(|text| calls_function(pg_sys::stringToNode(text).cast(), function))
+        })
+    }
+}
+
+/// The table and, with `inh`, all its inheritance children and partitions, at any depth. Read
+/// from pg_inherits without locking the children: the planner locks those it scans itself, and
+/// a child attached meanwhile invalidates the plan.
+unsafe fn scanned_relations(relid: pg_sys::Oid, inh: bool) -> impl Iterator<Item = pg_sys::Oid> {
+    unsafe extern "C-unwind" {
+        // catalog/pg_inherits.h, the same in every supported version; not in pgrx's bindings.
+        fn find_all_inheritors(
+            parent: pg_sys::Oid,
+            lockmode: pg_sys::LOCKMODE,
+            numparents: *mut *mut pg_sys::List,
+        ) -> *mut pg_sys::List;
+    }
+    let all = if inh {
+        // Includes `relid` itself, first.
+        unsafe {
+            list_oids(find_all_inheritors(
+                relid,
+                pg_sys::NoLock as pg_sys::LOCKMODE,
+                core::ptr::null_mut(),
+            ))
         }
-        let indexes = pg_sys::RelationGetIndexList(relation);
-        pg_sys::RelationClose(relation);
-        for index in list_oids(indexes) {
-            let tuple = pg_sys::SearchSysCache1(
-                pg_sys::SysCacheIdentifier::INDEXRELID as i32,
-                pg_sys::Datum::from(index),
-            );
+        .collect::<Vec<_>>()
+    } else {
+        vec![relid]
+    };
+    all.into_iter()
+}
+
+/// The `nodeToString` texts of the expressions and predicates of the indexes of `table`, read
+/// from pg_index (by `indrelid`), which needs no lock on the table.
+unsafe fn index_definitions(table: pg_sys::Oid) -> Vec<*mut core::ffi::c_char> {
+    unsafe {
+        let mut out = Vec::new();
+        let rel = pg_sys::table_open(
+            pg_sys::IndexRelationId,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        );
+        let mut key: pg_sys::ScanKeyData = core::mem::zeroed();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            pg_sys::Anum_pg_index_indrelid as pg_sys::AttrNumber,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::RegProcedure::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(table),
+        );
+        let scan = pg_sys::systable_beginscan(
+            rel,
+            pg_sys::Oid::from(pg_sys::IndexIndrelidIndexId),
+            true,
+            core::ptr::null_mut(),
+            1,
+            &mut key,
+        );
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
             if tuple.is_null() {
-                continue;
+                break;
             }
-            let mut calls = false;
             for column in [
                 pg_sys::Anum_pg_index_indexprs,
                 pg_sys::Anum_pg_index_indpred,
             ] {
                 let mut isnull = true;
-                let datum = pg_sys::SysCacheGetAttr(
-                    pg_sys::SysCacheIdentifier::INDEXRELID as i32,
-                    tuple,
-                    column as pg_sys::AttrNumber,
-                    &mut isnull,
-                );
+                let datum = pg_sys::heap_getattr(tuple, column as i32, (*rel).rd_att, &mut isnull);
                 if !isnull {
-                    let text = pg_sys::text_to_cstring(datum.cast_mut_ptr());
-                    calls |= calls_function(pg_sys::stringToNode(text).cast(), function);
+                    out.push(pg_sys::text_to_cstring(datum.cast_mut_ptr()));
                 }
             }
-            pg_sys::ReleaseSysCache(tuple);
-            if calls {
-                return true;
-            }
         }
-        false
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        out
     }
 }
 

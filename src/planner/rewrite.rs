@@ -17,7 +17,7 @@
 
 use pgrx::pg_sys;
 
-use super::catalog::Catalog;
+use super::catalog::{self, Catalog};
 use super::condition::{recognise, version_7_column, Strategy, TimeCondition, TimeFunction};
 use super::nodes::{is_a, list_of, list_ptrs};
 use super::proof;
@@ -152,11 +152,18 @@ unsafe fn rewrite_condition(
         if c.strategy == Strategy::Equal && pg_sys::contain_vars_of_level(c.other, 0) {
             return vec![node];
         }
+        if !bounds_executable(c, level) {
+            return vec![node];
+        }
         match c.function {
             TimeFunction::ObjectId => {
-                let exact = exact_objectid_bounds(c, level);
+                let exact = bound_conditions(c, level);
                 let kept = *level.objectid_condition_kept.get_or_insert_with(|| {
-                    proof::condition_serves_an_index(level.relid, level.catalog.objectid_timestamp)
+                    proof::condition_serves_an_index(
+                        level.relid,
+                        level.inh,
+                        level.catalog.objectid_timestamp,
+                    )
                 });
                 if kept {
                     core::iter::once(node).chain(exact).collect()
@@ -177,45 +184,62 @@ unsafe fn rewrite_condition(
                     return vec![node];
                 }
                 core::iter::once(node)
-                    .chain(implied_uuid_bounds(c, level))
+                    .chain(bound_conditions(c, level))
                     .collect()
             }
         }
     }
 }
 
-/// Conditions on the objectid itself that hold for exactly the rows the time condition holds
-/// for (see `crate::core::time::first_at_or_after`).
-unsafe fn exact_objectid_bounds(c: &TimeCondition, level: &Level) -> Vec<*mut pg_sys::Node> {
-    let k = level.catalog;
-    let (ge, le) = (k.objectid_ge, k.objectid_le);
-    let bounds: &[(pg_sys::Oid, pg_sys::Oid)] = match c.strategy {
-        Strategy::GreaterEqual => &[(ge, k.first_at_or_after)],
-        Strategy::Greater => &[(ge, k.first_after)],
-        Strategy::LessEqual => &[(le, k.last_at_or_before)],
-        Strategy::Less => &[(le, k.last_before)],
-        Strategy::Equal => &[(ge, k.first_at_or_after), (le, k.last_at_or_before)],
-    };
-    bounds
-        .iter()
-        .map(|&(op, bound)| unsafe { bound_condition(c, level, op, bound, k.objectid_type) })
-        .collect()
+/// The (operator, bound function) pairs a condition becomes.
+///
+/// For objectid, conditions on the objectid itself that hold for exactly the rows the time
+/// condition holds for (see `crate::core::time::first_at_or_after`). For uuid, conditions every
+/// version-7 UUID satisfying the time condition satisfies (bounds of whole milliseconds); the
+/// time condition stays next to them.
+fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, pg_sys::Oid) {
+    match c.function {
+        TimeFunction::ObjectId => {
+            let (ge, le) = (k.objectid_ge, k.objectid_le);
+            let pairs = match c.strategy {
+                Strategy::GreaterEqual => vec![(ge, k.first_at_or_after)],
+                Strategy::Greater => vec![(ge, k.first_after)],
+                Strategy::LessEqual => vec![(le, k.last_at_or_before)],
+                Strategy::Less => vec![(le, k.last_before)],
+                Strategy::Equal => vec![(ge, k.first_at_or_after), (le, k.last_at_or_before)],
+            };
+            (pairs, k.objectid_type)
+        }
+        TimeFunction::Uuid => {
+            let (ge, le) = (k.uuid_ge, k.uuid_le);
+            let pairs = match c.strategy {
+                Strategy::GreaterEqual | Strategy::Greater => vec![(ge, k.uuidv7_lower_bound)],
+                Strategy::LessEqual => vec![(le, k.uuidv7_upper_bound)],
+                Strategy::Less => vec![(le, k.uuidv7_upper_bound_before)],
+                Strategy::Equal => vec![(ge, k.uuidv7_lower_bound), (le, k.uuidv7_upper_bound)],
+            };
+            (pairs, pg_sys::UUIDOID)
+        }
+    }
 }
 
-/// Conditions every version-7 UUID satisfying the time condition satisfies: bounds of whole
-/// milliseconds. The time condition stays next to them.
-unsafe fn implied_uuid_bounds(c: &TimeCondition, level: &Level) -> Vec<*mut pg_sys::Node> {
-    let k = level.catalog;
-    let (ge, le) = (k.uuid_ge, k.uuid_le);
-    let bounds: &[(pg_sys::Oid, pg_sys::Oid)] = match c.strategy {
-        Strategy::GreaterEqual | Strategy::Greater => &[(ge, k.uuidv7_lower_bound)],
-        Strategy::LessEqual => &[(le, k.uuidv7_upper_bound)],
-        Strategy::Less => &[(le, k.uuidv7_upper_bound_before)],
-        Strategy::Equal => &[(ge, k.uuidv7_lower_bound), (le, k.uuidv7_upper_bound)],
-    };
-    bounds
+/// Whether the current user may run everything the rewritten condition calls (an
+/// administrator may have revoked EXECUTE on a bound function).
+unsafe fn bounds_executable(c: &TimeCondition, level: &Level) -> bool {
+    bounds(c, level.catalog)
+        .0
         .iter()
-        .map(|&(op, bound)| unsafe { bound_condition(c, level, op, bound, pg_sys::UUIDOID) })
+        .all(|&(op, bound)| unsafe {
+            catalog::executable(bound) && catalog::executable(pg_sys::get_opcode(op))
+        })
+}
+
+/// The conditions on the key that `bounds` describes.
+unsafe fn bound_conditions(c: &TimeCondition, level: &Level) -> Vec<*mut pg_sys::Node> {
+    let (pairs, keytype) = bounds(c, level.catalog);
+    pairs
+        .into_iter()
+        .map(|(op, bound)| unsafe { bound_condition(c, level, op, bound, keytype) })
         .collect()
 }
 
