@@ -96,17 +96,26 @@ install_extension() {
 
 # Copies the install scripts of earlier releases (sql/releases/VERSION/) into the server of $1,
 # so that `CREATE EXTENSION pg_objectid VERSION '…'` followed by `ALTER EXTENSION … UPDATE`
-# works there as on a server that once had that release. A release built differently for
-# PostgreSQL 13 has its script for 13 beside the other, named *.pg13.sql.
+# works there as on a server that once had that release. The scripts are pgrx's output for 14 and
+# later; for 13 they shipped without the block of connected objects that creates the
+# minmax-multi and bloom BRIN classes (PostgreSQL 13 has neither), so that block is left out.
 install_old_releases() {
-    local pg_config=$1 major dest release script sudo=()
+    local pg_config=$1 major dest release version sudo=()
     major=$(major_of "$pg_config")
     dest="$("$pg_config" --sharedir)/extension"
     [ -w "$dest" ] || sudo=(sudo)
     for release in "$ROOT"/sql/releases/*/; do
-        script="$release/pg_objectid--$(basename "$release").sql"
-        [ "$major" = 13 ] && [ -f "${script%.sql}.pg13.sql" ] && script="${script%.sql}.pg13.sql"
-        "${sudo[@]}" cp "$script" "$dest/pg_objectid--$(basename "$release").sql"
+        version=$(basename "$release")
+        python3 - "$release/pg_objectid--$version.sql" "$major" >"/tmp/pg_objectid--$version.$$.sql" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+if sys.argv[2] == "13":
+    blocks = re.split(r"(?<=/\* </end connected objects> \*/\n)", text)
+    text = "".join(b for b in blocks if "objectid_minmax_multi_ops" not in b)
+sys.stdout.write(text)
+PY
+        "${sudo[@]}" cp "/tmp/pg_objectid--$version.$$.sql" "$dest/pg_objectid--$version.sql"
+        rm -f "/tmp/pg_objectid--$version.$$.sql"
     done
 }
 
