@@ -299,41 +299,63 @@ unsafe fn qualified_name(schema: pg_sys::Oid, name: &CStr) -> *mut pg_sys::List 
 /// The schema of extension `extension`, read from `pg_extension` as `get_extension_schema`
 /// (extension.c) does; that function is exported only from PostgreSQL 16 on.
 unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    let mut schema = None;
     unsafe {
-        let rel = pg_sys::table_open(
+        scan_catalog(
             pg_sys::ExtensionRelationId,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-        );
-        let mut key: pg_sys::ScanKeyData = core::mem::zeroed();
+            pg_sys::ExtensionOidIndexId,
+            pg_sys::Anum_pg_extension_oid,
+            extension,
+            |tuple, _| {
+                // GETSTRUCT: the fixed-width columns follow the tuple header.
+                let data = (*tuple).t_data;
+                let form = data
+                    .cast::<u8>()
+                    .add(usize::from((*data).t_hoff))
+                    .cast::<pg_sys::FormData_pg_extension>();
+                schema = Some((*form).extnamespace);
+            },
+        )
+    };
+    schema
+}
+
+/// Calls `each` with every row of the system catalog `relation` whose oid column `column`
+/// equals `key`, found through that column's index `index`, as `systable_beginscan` callers in
+/// PostgreSQL do.
+pub(crate) unsafe fn scan_catalog(
+    relation: pg_sys::Oid,
+    index: u32,
+    column: u32,
+    key: pg_sys::Oid,
+    mut each: impl FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc),
+) {
+    unsafe {
+        let rel = pg_sys::table_open(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let mut scankey: pg_sys::ScanKeyData = core::mem::zeroed();
         pg_sys::ScanKeyInit(
-            &mut key,
-            pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber,
+            &mut scankey,
+            column as pg_sys::AttrNumber,
             pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
             pg_sys::RegProcedure::from(pg_sys::F_OIDEQ),
-            pg_sys::Datum::from(extension),
+            pg_sys::Datum::from(key),
         );
         let scan = pg_sys::systable_beginscan(
             rel,
-            pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
+            pg_sys::Oid::from(index),
             true,
             ptr::null_mut(),
             1,
-            &mut key,
+            &mut scankey,
         );
-        let tuple = pg_sys::systable_getnext(scan);
-        let schema = if tuple.is_null() {
-            None
-        } else {
-            // GETSTRUCT: the fixed-width columns follow the tuple header.
-            let data = (*tuple).t_data;
-            let form = data
-                .cast::<u8>()
-                .add(usize::from((*data).t_hoff))
-                .cast::<pg_sys::FormData_pg_extension>();
-            Some((*form).extnamespace)
-        };
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            each(tuple, (*rel).rd_att);
+        }
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        schema
     }
 }

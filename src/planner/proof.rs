@@ -117,48 +117,28 @@ unsafe fn scanned_relations(relid: pg_sys::Oid, inh: bool) -> impl Iterator<Item
 /// The `nodeToString` texts of the expressions and predicates of the indexes of `table`, read
 /// from pg_index (by `indrelid`), which needs no lock on the table.
 unsafe fn index_definitions(table: pg_sys::Oid) -> Vec<*mut core::ffi::c_char> {
+    let mut out = Vec::new();
     unsafe {
-        let mut out = Vec::new();
-        let rel = pg_sys::table_open(
+        super::catalog::scan_catalog(
             pg_sys::IndexRelationId,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-        );
-        let mut key: pg_sys::ScanKeyData = core::mem::zeroed();
-        pg_sys::ScanKeyInit(
-            &mut key,
-            pg_sys::Anum_pg_index_indrelid as pg_sys::AttrNumber,
-            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-            pg_sys::RegProcedure::from(pg_sys::F_OIDEQ),
-            pg_sys::Datum::from(table),
-        );
-        let scan = pg_sys::systable_beginscan(
-            rel,
-            pg_sys::Oid::from(pg_sys::IndexIndrelidIndexId),
-            true,
-            core::ptr::null_mut(),
-            1,
-            &mut key,
-        );
-        loop {
-            let tuple = pg_sys::systable_getnext(scan);
-            if tuple.is_null() {
-                break;
-            }
-            for column in [
-                pg_sys::Anum_pg_index_indexprs,
-                pg_sys::Anum_pg_index_indpred,
-            ] {
-                let mut isnull = true;
-                let datum = pg_sys::heap_getattr(tuple, column as i32, (*rel).rd_att, &mut isnull);
-                if !isnull {
-                    out.push(pg_sys::text_to_cstring(datum.cast_mut_ptr()));
+            pg_sys::IndexIndrelidIndexId,
+            pg_sys::Anum_pg_index_indrelid,
+            table,
+            |tuple, desc| {
+                for column in [
+                    pg_sys::Anum_pg_index_indexprs,
+                    pg_sys::Anum_pg_index_indpred,
+                ] {
+                    let mut isnull = true;
+                    let datum = pg_sys::heap_getattr(tuple, column as i32, desc, &mut isnull);
+                    if !isnull {
+                        out.push(pg_sys::text_to_cstring(datum.cast_mut_ptr()));
+                    }
                 }
-            }
-        }
-        pg_sys::systable_endscan(scan);
-        pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        out
-    }
+            },
+        )
+    };
+    out
 }
 
 /// Whether `node` contains a call of `function`.

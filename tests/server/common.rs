@@ -96,3 +96,23 @@ pub fn sample_ids_sql(n: u32) -> String {
          FROM generate_series(1, {n}) AS i"
     )
 }
+
+/// The rows of `sql` (simple query protocol, so any statement text), each as its columns' text
+/// joined by commas (NULL as `NULL`), sorted: a multiset to compare two runs by.
+pub fn sorted_rows(client: &mut Client, sql: &str) -> Result<Vec<String>, postgres::Error> {
+    let mut rows: Vec<String> = client
+        .simple_query(sql)?
+        .into_iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("NULL"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            _ => None,
+        })
+        .collect();
+    rows.sort();
+    Ok(rows)
+}

@@ -463,22 +463,7 @@ fn outcome(c: &mut Client, q: &Query, rewrite: bool) -> Result<Vec<String>, Stri
     }
     // FOR UPDATE needs a transaction to lock in; roll it back so nothing stays locked.
     c.batch_execute("BEGIN").map_err(|e| describe(&e))?;
-    let result = c.simple_query(&sql).map(|msgs| {
-        let mut rows: Vec<String> = msgs
-            .into_iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::Row(r) => Some(
-                    (0..r.len())
-                        .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                _ => None,
-            })
-            .collect();
-        rows.sort();
-        rows
-    });
+    let result = sorted_rows(c, &sql);
     let result = result.map_err(|e| describe(&e));
     c.batch_execute("ROLLBACK")
         .map_err(|e| format!("the connection is gone: {e}"))?;

@@ -8,24 +8,7 @@ use crate::common::*;
 
 /// Rows of `sql` as sorted text, with the rewrite on and off: they must be equal.
 fn same_rows_on_and_off(c: &mut Client, sql: &str) -> Vec<String> {
-    let run = |c: &mut Client| {
-        let mut rows: Vec<String> = c
-            .simple_query(sql)
-            .unwrap()
-            .into_iter()
-            .filter_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(r) => Some(
-                    (0..r.len())
-                        .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                _ => None,
-            })
-            .collect();
-        rows.sort();
-        rows
-    };
+    let run = |c: &mut Client| sorted_rows(c, sql).unwrap();
     c.batch_execute("SET pg_objectid.time_index_paths = on")
         .unwrap();
     let on = run(c);
