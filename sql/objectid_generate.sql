@@ -1,7 +1,7 @@
 -- Generation. gen_objectid() stamps the current second; gen_objectid_at() a given one, for
--- backfilling keys of existing rows. Both take the next value of the same counter, so their ids
--- are unique together. objectid_generator_mode() says whether this session shares the server's
--- generator ('server') or has its own ('backend').
+-- backfilling keys of existing rows, from a separate 64-bit backfill counter of the same generator
+-- that never yields a gen_objectid() id (src/core/generator.rs). objectid_generator_mode() says
+-- whether this session shares the server's generator ('server') or has its own ('backend').
 
 CREATE FUNCTION @extschema@.gen_objectid()
     RETURNS @extschema@.objectid

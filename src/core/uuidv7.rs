@@ -26,12 +26,11 @@ pub struct AscendingClock {
 }
 
 impl AscendingClock {
+    /// Nanoseconds in an i64 end in 2262 (as in PostgreSQL 18, whose clock is the same): a clock
+    /// read past that saturates there instead of overflowing.
     pub fn next(&mut self, now_ns: i64) -> i64 {
-        let ns = if self.previous_ns + SUBMS_MINIMAL_STEP_NS >= now_ns {
-            self.previous_ns + SUBMS_MINIMAL_STEP_NS
-        } else {
-            now_ns
-        };
+        let step = self.previous_ns.saturating_add(SUBMS_MINIMAL_STEP_NS);
+        let ns = if step >= now_ns { step } else { now_ns };
         self.previous_ns = ns;
         ns
     }
@@ -358,5 +357,16 @@ mod tests {
         let last = v7_first_of_millisecond(MAX_UNIX_MS);
         assert_eq!(&last[..6], &[0xff; 6]);
         assert_eq!(version(&last), Some(7));
+    }
+
+    /// A clock at or past the end of 64-bit nanoseconds (2262) stays there instead of
+    /// overflowing (once an internal error, in release builds a wrapped, garbage time).
+    #[test]
+    fn a_clock_past_2262_saturates() {
+        let mut c = AscendingClock::default();
+        assert_eq!(c.next(i64::MAX), i64::MAX);
+        assert_eq!(c.next(i64::MAX), i64::MAX);
+        let u = v7(c.next(i64::MAX), [0; 8]);
+        assert_eq!(version(&u), Some(7));
     }
 }
