@@ -47,6 +47,32 @@ pub fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+/// The process a per-process state belongs to: PostgreSQL's process id (which changes on
+/// PostgreSQL's own forks) and the fork generation (which changes on every other `fork()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Process {
+    pub(crate) pid: u32,
+    generation: u64,
+}
+
+impl Process {
+    /// The current process, with forks watched from now on: for a state being made (the slow
+    /// path). The handler is registered before the generation it will change is recorded.
+    pub fn current(pid: u32) -> Self {
+        watch();
+        Process {
+            pid,
+            generation: generation(),
+        }
+    }
+
+    /// Whether this is still the process with id `pid`: one relaxed atomic load.
+    #[inline]
+    pub fn is_current(&self, pid: u32) -> bool {
+        self.pid == pid && self.generation == generation()
+    }
+}
+
 /// Test helpers: run a closure in a real forked child and read back the bytes it reports.
 #[cfg(test)]
 pub(crate) mod testing {

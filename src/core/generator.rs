@@ -177,13 +177,7 @@ impl Generator {
 /// parent's random value and counters, whether PostgreSQL forked it or other code did.
 #[derive(Default)]
 pub struct PerProcess {
-    owner: Option<Owner>,
-}
-
-struct Owner {
-    pid: u32,
-    fork_generation: u64,
-    generator: Generator,
+    owner: Option<(fork::Process, Generator)>,
 }
 
 impl PerProcess {
@@ -195,20 +189,11 @@ impl PerProcess {
         pid: u32,
         make: impl FnOnce() -> Result<Generator, E>,
     ) -> Result<&Generator, E> {
-        let generation = fork::generation();
         match &self.owner {
-            Some(o) if o.pid == pid && o.fork_generation == generation => {}
-            _ => {
-                // Register the fork handler before recording the generation it will change.
-                fork::watch();
-                self.owner = Some(Owner {
-                    pid,
-                    fork_generation: fork::generation(),
-                    generator: make()?,
-                });
-            }
+            Some((process, _)) if process.is_current(pid) => {}
+            _ => self.owner = Some((fork::Process::current(pid), make()?)),
         }
-        Ok(&self.owner.as_ref().expect("set above").generator)
+        Ok(&self.owner.as_ref().expect("set above").1)
     }
 }
 

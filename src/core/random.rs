@@ -41,8 +41,7 @@ pub struct ProcessRng {
 
 #[derive(Clone)]
 struct Owner {
-    pid: u32,
-    fork_generation: u64,
+    process: crate::core::fork::Process,
     rng: rand::rngs::StdRng,
 }
 
@@ -52,17 +51,13 @@ impl ProcessRng {
     #[inline]
     pub fn fill(&mut self, pid: u32, buf: &mut [u8]) -> Result<(), Error> {
         use rand::{RngCore, SeedableRng};
-        let generation = crate::core::fork::generation();
         let fresh = match &self.owner {
-            Some(o) => o.pid != pid || o.fork_generation != generation || self.used >= RESEED_AFTER,
+            Some(o) => !o.process.is_current(pid) || self.used >= RESEED_AFTER,
             None => true,
         };
         if fresh {
-            // Register the fork handler before recording the generation it will change.
-            crate::core::fork::watch();
             self.owner = Some(Owner {
-                pid,
-                fork_generation: crate::core::fork::generation(),
+                process: crate::core::fork::Process::current(pid),
                 rng: rand::rngs::StdRng::from_seed(os_random()?),
             });
             self.used = 0;
@@ -97,7 +92,10 @@ mod process_rng_tests {
         assert_ne!(parent_next, child_next, "the child reseeded");
         // Without the new pid it would have continued the parent's stream.
         let mut same = ProcessRng {
-            owner: child.owner.clone().map(|o| Owner { pid: 10, ..o }),
+            owner: child.owner.clone().map(|mut o| {
+                o.process.pid = 10;
+                o
+            }),
             used: 0,
         };
         let mut x = [0u8; 32];

@@ -226,11 +226,7 @@ unsafe fn is_library_function(
         if tuple.is_null() {
             return false;
         }
-        let data = (*tuple).t_data;
-        let form = data
-            .cast::<u8>()
-            .add(usize::from((*data).t_hoff))
-            .cast::<pg_sys::FormData_pg_proc>();
+        let form = get_struct::<pg_sys::FormData_pg_proc>(tuple);
         let text_column = |column: u32| {
             let mut isnull = true;
             let datum = pg_sys::SysCacheGetAttr(
@@ -307,17 +303,21 @@ unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
             pg_sys::Anum_pg_extension_oid,
             extension,
             |tuple, _| {
-                // GETSTRUCT: the fixed-width columns follow the tuple header.
-                let data = (*tuple).t_data;
-                let form = data
-                    .cast::<u8>()
-                    .add(usize::from((*data).t_hoff))
-                    .cast::<pg_sys::FormData_pg_extension>();
-                schema = Some((*form).extnamespace);
+                schema = Some((*get_struct::<pg_sys::FormData_pg_extension>(tuple)).extnamespace)
             },
         )
     };
     schema
+}
+
+/// `GETSTRUCT`: the fixed-width columns of a catalog row, which follow the tuple header.
+unsafe fn get_struct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
+    unsafe {
+        let data = (*tuple).t_data;
+        data.cast::<u8>()
+            .add(usize::from((*data).t_hoff))
+            .cast::<T>()
+    }
 }
 
 /// Calls `each` with every row of the system catalog `relation` whose oid column `column`

@@ -1,40 +1,10 @@
 //! The binary protocol carries exactly the 12 raw bytes, as BSON does.
 
-use std::error::Error;
 use std::io::{Read, Write};
 
 use postgres::error::SqlState;
-use postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 
 use crate::common::*;
-
-/// An objectid as a binary-protocol driver sees it: whatever bytes the server sends.
-#[derive(Debug, PartialEq)]
-struct Raw(Vec<u8>);
-
-impl<'a> FromSql<'a> for Raw {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Raw(raw.to_vec()))
-    }
-    fn accepts(ty: &Type) -> bool {
-        ty.name() == "objectid"
-    }
-}
-
-impl ToSql for Raw {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.extend_from_slice(&self.0);
-        Ok(IsNull::No)
-    }
-    fn accepts(ty: &Type) -> bool {
-        ty.name() == "objectid"
-    }
-    to_sql_checked!();
-}
 
 const SAMPLE_HEX: &str = "507f1f77bcf86cd799439011";
 const SAMPLE: [u8; 12] = [

@@ -116,3 +116,35 @@ pub fn sorted_rows(client: &mut Client, sql: &str) -> Result<Vec<String>, postgr
     rows.sort();
     Ok(rows)
 }
+
+/// An objectid as a binary-protocol driver sees it: whatever bytes the server sends, or the
+/// bytes to send, valid or not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raw(pub Vec<u8>);
+
+impl<'a> postgres::types::FromSql<'a> for Raw {
+    fn from_sql(
+        _: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        ty.name() == "objectid"
+    }
+}
+
+impl postgres::types::ToSql for Raw {
+    fn to_sql(
+        &self,
+        _: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(postgres::types::IsNull::No)
+    }
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        ty.name() == "objectid"
+    }
+    postgres::types::to_sql_checked!();
+}

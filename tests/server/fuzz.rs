@@ -222,34 +222,6 @@ fn show(b: &[u8]) -> String {
 // ------------------------------------------------------------------------------------------
 // Wire types: the raw bytes of objectid, text, timestamptz and interval values
 
-/// An objectid as the binary protocol carries it: whatever bytes are given or sent.
-#[derive(Debug, Clone, PartialEq)]
-struct Raw(Vec<u8>);
-
-impl<'a> FromSql<'a> for Raw {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(Raw(raw.to_vec()))
-    }
-    fn accepts(ty: &Type) -> bool {
-        ty.name() == "objectid"
-    }
-}
-
-impl ToSql for Raw {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        out.extend_from_slice(&self.0);
-        Ok(IsNull::No)
-    }
-    fn accepts(ty: &Type) -> bool {
-        ty.name() == "objectid"
-    }
-    to_sql_checked!();
-}
-
 /// A text result as bytes: a SQL_ASCII database may send text that is not UTF-8.
 struct RawText(Vec<u8>);
 
