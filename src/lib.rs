@@ -8,6 +8,7 @@
 pub mod core;
 mod objectid;
 mod planner;
+mod rekey;
 mod uuid;
 
 ::pgrx::pg_module_magic!(name, version);

@@ -39,6 +39,30 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_timestamp_support", "i", true, "s", false),
     ("objectid_upper_bound", "i", true, "s", true),
     ("objectid_upper_bound_before", "i", true, "s", true),
+    ("rekey_assess", "v", true, "r", false),
+    ("rekey_assess_schema", "v", true, "r", false),
+    ("rekey_batch", "v", true, "u", false),
+    ("rekey_can_commit", "v", true, "r", false),
+    ("rekey_column_indexed", "s", true, "s", false),
+    ("rekey_columns", "s", true, "s", false),
+    ("rekey_default_is_v7", "s", true, "s", false),
+    ("rekey_forget", "v", true, "u", false),
+    ("rekey_join_count_query", "s", true, "s", false),
+    ("rekey_key_column", "s", true, "s", false),
+    ("rekey_mapping_name", "s", false, "s", false),
+    ("rekey_plan", "s", false, "r", false),
+    ("rekey_problems", "s", false, "s", false),
+    ("rekey_references", "s", true, "s", false),
+    // A procedure: its batch loop commits (sql/rekey.sql).
+    ("rekey_run", "v", false, "u", false),
+    ("rekey_start", "v", false, "u", false),
+    ("rekey_statements", "s", true, "s", false),
+    ("rekey_status_rows", "s", false, "r", false),
+    ("rekey_switch_default", "v", true, "u", false),
+    ("rekey_time_columns", "s", true, "s", false),
+    ("rekey_time_expression", "s", true, "s", false),
+    ("rekey_translate", "s", true, "s", false),
+    ("rekey_verify", "v", true, "r", false),
     ("uuid_extract_timestamp", "i", true, "s", true),
     ("uuid_extract_timestamp_support", "i", true, "s", false),
     ("uuid_extract_version", "i", true, "s", true),
@@ -189,6 +213,9 @@ fn create_and_drop_leave_nothing_behind() {
               OR (proname IN ('min', 'max', 'bytea') AND pronamespace = 'public'::regnamespace)) \
          + (SELECT count(*) FROM pg_opclass WHERE opcname LIKE 'objectid%') \
          + (SELECT count(*) FROM pg_opfamily WHERE opfname LIKE 'objectid%') \
+         + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'rekey%') \
+         + (SELECT count(*) FROM pg_class WHERE relname LIKE 'rekey%') \
+         + (SELECT count(*) FROM pg_policy WHERE polname LIKE 'rekey%') \
          + (SELECT count(*) FROM pg_operator WHERE oprnamespace = 'public'::regnamespace)";
     assert_eq!(one_i64(&mut c, count_objects), 0);
     for _ in 0..2 {
@@ -301,6 +328,17 @@ const EXTENSION_OBJECTS: &str = "
       WHEN 'pg_cast'::regclass THEN (SELECT concat_ws(' ', c.castfunc::regprocedure,
           c.castcontext, c.castmethod)
         FROM pg_cast c WHERE c.oid = d.objid)
+      WHEN 'pg_class'::regclass THEN (SELECT concat_ws(' ', c.relkind, c.relrowsecurity, c.relacl,
+          (SELECT string_agg(format('%s %s %s', a.attname, format_type(a.atttypid, a.atttypmod),
+                  a.attnotnull), ', ' ORDER BY a.attnum)
+             FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+          (SELECT string_agg(format('%s %s %s %s', p.polname, p.polcmd, pg_get_expr(p.polqual, p.polrelid),
+                  pg_get_expr(p.polwithcheck, p.polrelid)), ', ' ORDER BY p.polname)
+             FROM pg_policy p WHERE p.polrelid = c.oid),
+          (SELECT string_agg(pg_get_indexdef(i.indexrelid), ', ' ORDER BY 1)
+             FROM pg_index i WHERE i.indrelid = c.oid),
+          CASE c.relkind WHEN 'v' THEN pg_get_viewdef(c.oid) END)
+        FROM pg_class c WHERE c.oid = d.objid)
       END, '') || ' | ' || coalesce(obj_description(d.objid, d.classid::regclass::text), '')
     FROM pg_depend d
     WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
@@ -328,7 +366,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     );
     let want = extension_objects(&mut fresh);
     assert!(want.len() > 50, "{} objects", want.len());
-    for old in ["0.1.0"] {
+    for old in ["0.1.0", "0.2.0"] {
         assert_ne!(old, current);
         let mut c = fresh_database("t_ext_update");
         c.batch_execute(&format!(

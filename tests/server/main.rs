@@ -17,6 +17,7 @@ mod generate;
 mod indexes;
 mod operators;
 mod planner;
+mod rekey;
 mod text_io;
 mod time;
 mod uuid;

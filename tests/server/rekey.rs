@@ -1,0 +1,958 @@
+//! The rekey toolkit (sql/rekey.sql, docs/migration.md): a four-table schema with UUIDv4 keys is
+//! assessed, planned, switched and rekeyed to UUIDv7, then checked against a snapshot taken
+//! before; the same with the migrating session killed mid-batch, and with other sessions writing
+//! all the while; and every wrong use refused before anything changes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use postgres::error::SqlState;
+use postgres::Client;
+
+use crate::common::*;
+
+/// A shop: customers (with a self-reference), their orders (ON DELETE CASCADE, a trigger, some
+/// without a time), the orders' lines (a composite key, NO ACTION and not deferrable), and notes
+/// on lines (a composite foreign key, so that rekeying orders reaches them through the lines);
+/// a view over two of them. 13 rows per customer.
+fn create_shop(c: &mut Client, customers: i32) {
+    c.batch_execute(&format!(
+        "CREATE TABLE customers (
+             id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             name text NOT NULL UNIQUE,
+             note text,
+             created_at timestamptz NOT NULL,
+             referred_by uuid REFERENCES customers (id));
+         CREATE INDEX ON customers (referred_by);
+         CREATE TABLE orders (
+             id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             number integer NOT NULL UNIQUE,
+             customer_id uuid NOT NULL REFERENCES customers (id) ON DELETE CASCADE,
+             placed_at timestamptz,
+             total numeric NOT NULL,
+             updated_at timestamptz);
+         CREATE INDEX ON orders (customer_id);
+         CREATE TABLE order_lines (
+             order_id uuid NOT NULL REFERENCES orders (id),
+             line_no integer NOT NULL,
+             product text NOT NULL,
+             PRIMARY KEY (order_id, line_no));
+         CREATE TABLE line_notes (
+             id bigserial PRIMARY KEY,
+             order_id uuid NOT NULL,
+             line_no integer NOT NULL,
+             note text NOT NULL,
+             FOREIGN KEY (order_id, line_no) REFERENCES order_lines ON DELETE CASCADE);
+         CREATE INDEX ON line_notes (order_id, line_no);
+         CREATE VIEW customer_orders AS
+             SELECT c.name, o.number, o.placed_at, o.total FROM customers c JOIN orders o ON o.customer_id = c.id;
+         CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql
+             AS 'BEGIN NEW.updated_at := now(); RETURN NEW; END';
+         CREATE TRIGGER orders_touch BEFORE UPDATE OF total ON orders FOR EACH ROW EXECUTE FUNCTION touch();
+
+         INSERT INTO customers (name, created_at)
+             SELECT 'c' || i, '2023-01-01 00:00:00+00'::timestamptz + i * interval '17 min 3.123456 s'
+             FROM generate_series(1, {customers}) i;
+         UPDATE customers c SET referred_by = r.id FROM customers r
+          WHERE substr(c.name, 2)::int > 1 AND r.name = 'c' || (substr(c.name, 2)::int / 2);
+         INSERT INTO orders (number, customer_id, placed_at, total)
+             SELECT 3 * substr(c.name, 2)::int + j, c.id,
+                    CASE WHEN (3 * substr(c.name, 2)::int + j) % 97 <> 0
+                         THEN c.created_at + j * interval '1 day 1.000999 s' END,
+                    j * 10.5
+             FROM customers c, generate_series(0, 2) j;
+         INSERT INTO order_lines SELECT o.id, l, 'p' || (o.number * 2 + l) FROM orders o, generate_series(1, 2) l;
+         INSERT INTO line_notes (order_id, line_no, note)
+             SELECT l.order_id, l.line_no, 'n' || l.product FROM order_lines l WHERE l.line_no = 1;
+         ANALYZE"
+    ))
+    .unwrap();
+}
+
+/// Everything the shop holds, joined through its keys but told by its natural keys only, as one
+/// digest: equal before and after a correct rekey, whatever the keys became.
+const CONTENT: &str = "
+    SELECT md5(string_agg(x::text, '|' ORDER BY x::text)) FROM (
+        SELECT c.name, c.note, c.created_at, r.name AS referrer, o.number, o.placed_at, o.total,
+               l.line_no, l.product, n.note AS line_note
+          FROM customers c
+          LEFT JOIN customers r ON r.id = c.referred_by
+          LEFT JOIN orders o ON o.customer_id = c.id
+          LEFT JOIN order_lines l ON l.order_id = o.id
+          LEFT JOIN line_notes n ON n.order_id = l.order_id AND n.line_no = l.line_no
+        UNION ALL
+        SELECT v.name, NULL, v.placed_at, NULL, v.number, NULL, v.total, NULL, NULL, 'view'
+          FROM customer_orders v) x";
+
+/// The rows of every table, keys and all: equal before and after a run that must change nothing.
+const EVERYTHING: &str = "
+    SELECT md5(string_agg(x, '|' ORDER BY x)) FROM (
+        SELECT c::text AS x FROM customers c UNION ALL SELECT o::text FROM orders o
+        UNION ALL SELECT l::text FROM order_lines l UNION ALL SELECT n::text FROM line_notes n) s";
+
+fn counts(c: &mut Client) -> Vec<i64> {
+    let row = c
+        .query_one(
+            "SELECT (SELECT count(*) FROM customers), (SELECT count(*) FROM orders),
+                    (SELECT count(*) FROM order_lines), (SELECT count(*) FROM line_notes),
+                    (SELECT count(*) FROM customers c JOIN orders o ON o.customer_id = c.id),
+                    (SELECT count(*) FROM order_lines l JOIN line_notes n USING (order_id, line_no))",
+            &[],
+        )
+        .unwrap();
+    (0..6).map(|i| row.get(i)).collect()
+}
+
+/// Runs `sql` and returns the error's SQLSTATE, message and detail.
+fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
+    let e = c
+        .batch_execute(sql)
+        .expect_err(&format!("{sql} should have failed"));
+    let db = e
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
+    (
+        db.code().clone(),
+        format!("{} | {}", db.message(), db.detail().unwrap_or("")),
+    )
+}
+
+fn verify_statuses(c: &mut Client, table: &str) -> Vec<(String, String, String)> {
+    c.query(
+        &format!("SELECT check_name, status, detail FROM rekey_verify('{table}')"),
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .collect()
+}
+
+fn assert_verified(c: &mut Client, table: &str) {
+    let checks = verify_statuses(c, table);
+    let bad: Vec<_> = checks.iter().filter(|(_, s, _)| s != "ok").collect();
+    assert!(bad.is_empty(), "rekey_verify('{table}'): {bad:#?}");
+    assert!(checks.len() >= 8, "{checks:#?}");
+}
+
+/// Every key of both rekeyed tables is a v7 carrying its row's time to the millisecond (the
+/// fallback, 1970-01-01, where an order has none), and no referencing column holds a v4.
+fn assert_all_keys_v7_with_their_times(c: &mut Client) {
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT count(*) FROM customers
+              WHERE uuid_extract_version(id) <> 7
+                 OR uuid_extract_timestamp(id) <> date_trunc('milliseconds', created_at)"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT count(*) FROM orders
+              WHERE uuid_extract_version(id) <> 7 OR uuid_extract_version(customer_id) <> 7
+                 OR uuid_extract_timestamp(id)
+                    <> coalesce(date_trunc('milliseconds', placed_at), '1970-01-01 00:00:00+00')"
+        ),
+        0
+    );
+    assert!(one_i64(c, "SELECT count(*) FROM orders WHERE placed_at IS NULL") > 0);
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT (SELECT count(*) FROM order_lines WHERE uuid_extract_version(order_id) <> 7)
+                  + (SELECT count(*) FROM line_notes WHERE uuid_extract_version(order_id) <> 7)
+                  + (SELECT count(*) FROM customers WHERE uuid_extract_version(referred_by) <> 7)"
+        ),
+        0
+    );
+}
+
+/// The mapping of each table is complete: every old key (kept in old_customers / old_orders
+/// before the run) translates to the key its row has now.
+fn assert_mapping_complete(c: &mut Client) {
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT count(*) FROM old_customers o LEFT JOIN customers c USING (name)
+              WHERE rekey_translate('customers', o.id) IS DISTINCT FROM c.id"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT count(*) FROM old_orders o LEFT JOIN orders x USING (number)
+              WHERE rekey_translate('orders', o.id) IS DISTINCT FROM x.id"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            c,
+            "SELECT (SELECT count(*) FROM customers_rekey_map) - (SELECT count(*) FROM old_customers)"
+        ),
+        0
+    );
+}
+
+#[test]
+fn assess_plan_switch_rekey_verify() {
+    let mut c = fresh_db("t_rekey_end_to_end");
+    create_shop(&mut c, 20_000);
+    c.batch_execute(
+        "CREATE TABLE old_customers AS SELECT name, id FROM customers;
+         CREATE TABLE old_orders AS SELECT number, id FROM orders",
+    )
+    .unwrap();
+    let content = one_string(&mut c, CONTENT);
+    let before = counts(&mut c);
+    assert_eq!(before[0..4].iter().sum::<i64>(), 260_000);
+
+    // Assess: versions, order, references, time columns.
+    let a = c
+        .query_one(
+            "SELECT total_rows, v4_keys, v7_keys, key_correlation IS NOT NULL, key_index::text,
+                    foreign_keys, time_columns::text[]
+               FROM rekey_assess('customers')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(a.get::<_, i64>(0), 20_000);
+    assert_eq!(a.get::<_, i64>(1), 20_000);
+    assert_eq!(a.get::<_, i64>(2), 0);
+    assert!(a.get::<_, bool>(3));
+    assert_eq!(a.get::<_, String>(4), "customers_pkey");
+    assert_eq!(
+        a.get::<_, Vec<String>>(5),
+        vec![
+            "customers(referred_by) -> customers(id) ON UPDATE NO ACTION ON DELETE NO ACTION, indexed",
+            "orders(customer_id) -> customers(id) ON UPDATE NO ACTION ON DELETE CASCADE, indexed",
+        ]
+    );
+    assert_eq!(a.get::<_, Vec<String>>(6), vec!["created_at"]);
+    let refs: Vec<(i32, String, Vec<String>)> = c
+        .query(
+            "SELECT depth, referencing_table::text, rekeyed_columns::text[] FROM rekey_references('orders')",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        refs,
+        vec![
+            (1, "order_lines".to_string(), vec!["order_id".to_string()]),
+            (2, "line_notes".to_string(), vec!["order_id".to_string()]),
+        ]
+    );
+    let schema: Vec<String> = c
+        .query(
+            "SELECT table_name::text FROM rekey_assess_schema('public')",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(schema, vec!["customers", "orders"]);
+
+    // Plan: no problem, the exact counts, nothing changed.
+    let plan: Vec<String> = c
+        .query(
+            "SELECT * FROM rekey_plan('orders', 'placed_at', batch_size => 5000)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let text = plan.join("\n");
+    assert!(text.contains("Problems that stop it: none"), "{text}");
+    assert!(
+        text.contains("keys: 60000 rows, 60000 version 4 to rekey"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    order_lines (order_id): 120000 rows"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    line_notes (order_id): 60000 rows"),
+        "{text}"
+    );
+    assert!(
+        text.contains("then 12 batches of up to 5000 keys"),
+        "{text}"
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM pg_class WHERE relname LIKE '%rekey_map'"
+        ),
+        0
+    );
+
+    // Switch, then rekey both tables.
+    assert_eq!(
+        one_string(&mut c, "SELECT rekey_switch_default('customers')"),
+        "ALTER TABLE customers ALTER COLUMN id SET DEFAULT public.uuidv7()"
+    );
+    assert!(
+        one_string(&mut c, "SELECT rekey_switch_default('customers')").starts_with("unchanged")
+    );
+    c.batch_execute("SELECT rekey_switch_default('orders')")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('customers', 'created_at', batch_size => 4000)")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('orders', 'placed_at', batch_size => 5000)")
+        .unwrap();
+
+    assert_all_keys_v7_with_their_times(&mut c);
+    assert_eq!(one_string(&mut c, CONTENT), content);
+    assert_eq!(counts(&mut c), before);
+    assert_mapping_complete(&mut c);
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND NOT convalidated"
+        ),
+        0
+    );
+    assert_verified(&mut c, "customers");
+    assert_verified(&mut c, "orders");
+    let status = c
+        .query_one(
+            "SELECT state, keys_done, keys_total, percent_done::text, batches
+               FROM rekey_status WHERE table_name = 'orders'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(status.get::<_, String>(0), "finished");
+    assert_eq!(status.get::<_, i64>(1), 60_000);
+    assert_eq!(status.get::<_, i64>(2), 60_000);
+    assert_eq!(status.get::<_, String>(3), "100.0");
+    assert_eq!(status.get::<_, i64>(4), 12);
+
+    // New rows get v7 keys; the keys are now in time order, so the key follows the insert order.
+    c.batch_execute(
+        "INSERT INTO customers (name, created_at) VALUES ('new', now()); ANALYZE customers",
+    )
+    .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT uuid_extract_version(id)::int8 FROM customers WHERE name = 'new'"
+        ),
+        7
+    );
+    let after = c
+        .query_one(
+            "SELECT v4_keys, v7_keys FROM rekey_assess('customers')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (after.get::<_, i64>(0), after.get::<_, i64>(1)),
+        (0, 20_001)
+    );
+
+    // A second run changes nothing.
+    // A second run changes nothing. (Each CALL on its own: two in one query string would share
+    // an implicit transaction, where a CALL cannot commit.)
+    let everything = one_string(&mut c, EVERYTHING);
+    c.batch_execute("CALL rekey_run('customers')").unwrap();
+    c.batch_execute("CALL rekey_run('orders')").unwrap();
+    assert_eq!(one_string(&mut c, EVERYTHING), everything);
+    assert_verified(&mut c, "orders");
+}
+
+/// The migrating session is terminated while a batch waits for a row lock: nothing of that batch
+/// stays, the status says how far it got, a second runner is refused meanwhile, and the next run
+/// resumes and ends as an uninterrupted one would; a third run changes nothing.
+#[test]
+fn terminated_mid_batch_then_resumed() {
+    let db = "t_rekey_terminated";
+    let mut c = fresh_db(db);
+    create_shop(&mut c, 5_000);
+    c.batch_execute(
+        "CREATE TABLE old_customers AS SELECT name, id FROM customers;
+         CREATE TABLE old_orders AS SELECT number, id FROM orders;
+         SELECT rekey_switch_default('customers'), rekey_switch_default('orders')",
+    )
+    .unwrap();
+    let content = one_string(&mut c, CONTENT);
+    let before = counts(&mut c);
+
+    // Another session holds a row lock on an order of the customer 2,750th in key order: batch 6
+    // of 500 keys waits for it, after 5 committed.
+    let mut blocker = connect_to(db);
+    blocker
+        .batch_execute(
+            "BEGIN; SELECT 1 FROM orders WHERE customer_id =
+                 (SELECT id FROM customers ORDER BY id OFFSET 2749 LIMIT 1) LIMIT 1 FOR UPDATE",
+        )
+        .unwrap();
+    let mut runner = connect_to(db);
+    let pid: i32 = runner
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let run = thread::spawn(move || {
+        runner.batch_execute(
+            "CALL rekey_run('customers', 'created_at', batch_size => 500, lock_timeout => '10min')",
+        )
+    });
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock'"
+    );
+    let started = Instant::now();
+    while one_i64(&mut c, &waiting) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the runner never waited"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let status = c
+        .query_one(
+            "SELECT state, keys_done, runner_pid FROM rekey_status WHERE table_name = 'customers'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(status.get::<_, String>(0), "running");
+    assert_eq!(status.get::<_, i64>(1), 2_500);
+    assert_eq!(status.get::<_, Option<i32>>(2), Some(pid));
+    let (state, message) = error_of(&mut c, "CALL rekey_run('customers')");
+    assert_eq!(state, SqlState::OBJECT_IN_USE, "{message}");
+    assert!(message.contains(&format!("process {pid}")), "{message}");
+
+    c.batch_execute(&format!("SELECT pg_terminate_backend({pid})"))
+        .unwrap();
+    let ended = run.join().unwrap();
+    assert!(ended.is_err(), "the terminated run reported success");
+    blocker.batch_execute("ROLLBACK").unwrap();
+    // The terminated batch left nothing: 5 batches, 2,500 keys, in the data as in the state.
+    let started = Instant::now();
+    while one_string(
+        &mut c,
+        "SELECT state FROM rekey_status WHERE table_name = 'customers'",
+    ) != "stopped"
+    {
+        assert!(started.elapsed() < Duration::from_secs(30), "still running");
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM customers WHERE uuid_extract_version(id) = 7"
+        ),
+        2_500
+    );
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM customers_rekey_map"),
+        2_500
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT keys_done FROM rekey_state WHERE table_name = 'customers'"
+        ),
+        2_500
+    );
+
+    c.batch_execute("CALL rekey_run('customers', batch_size => 500)")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('orders', 'placed_at', batch_size => 2000)")
+        .unwrap();
+    assert_all_keys_v7_with_their_times(&mut c);
+    assert_eq!(one_string(&mut c, CONTENT), content);
+    assert_eq!(counts(&mut c), before);
+    assert_mapping_complete(&mut c);
+    assert_verified(&mut c, "customers");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT runs::int8 FROM rekey_state WHERE table_name = 'customers'"
+        ),
+        2
+    );
+
+    let everything = one_string(&mut c, EVERYTHING);
+    c.batch_execute("CALL rekey_run('customers')").unwrap();
+    c.batch_execute("CALL rekey_run('orders')").unwrap();
+    assert_eq!(one_string(&mut c, EVERYTHING), everything);
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM customers_rekey_map"),
+        5_000
+    );
+}
+
+/// What one writer committed, to look for afterwards.
+#[derive(Default)]
+struct Written {
+    notes: Vec<(String, String)>,
+    new_customers: Vec<String>,
+    new_orders: Vec<(i32, String)>,
+    deleted_orders: Vec<i32>,
+}
+
+/// Retries a write that lost a race with a batch (a foreign key whose parent was rekeyed under
+/// it, a deadlock, an update that found its row rekeyed): what a well-behaved application does.
+fn with_retries(
+    c: &mut Client,
+    f: impl Fn(&mut postgres::Transaction) -> Result<u64, postgres::Error>,
+) -> u64 {
+    for _ in 0..20 {
+        let mut tx = c.transaction().unwrap();
+        match f(&mut tx) {
+            Ok(0) => {
+                tx.rollback().unwrap();
+            }
+            Ok(n) => match tx.commit() {
+                Ok(()) => return n,
+                Err(_) => continue,
+            },
+            Err(e) => {
+                let code = e.code().cloned();
+                assert!(
+                    code == Some(SqlState::FOREIGN_KEY_VIOLATION)
+                        || code == Some(SqlState::T_R_DEADLOCK_DETECTED)
+                        || code == Some(SqlState::T_R_SERIALIZATION_FAILURE),
+                    "unexpected error from a writer: {e}"
+                );
+            }
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    panic!("a write failed 20 times");
+}
+
+fn writer(db: &str, who: i32, stop: Arc<AtomicBool>) -> Written {
+    let mut c = connect_to(db);
+    let mut w = Written::default();
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) || i < 20 {
+        i += 1;
+        // Each writer owns the customers whose number is who mod 3, so that the last note each
+        // committed is the one to find.
+        let customer = format!("c{}", (i * 37 + who) % 2000 * 3 + who + 3);
+        let note = format!("w{who}-{i}");
+        let (cust, nt) = (customer.clone(), note.clone());
+        // An update by an old key, as a cache or URL would hold it, translated first.
+        with_retries(&mut c, |tx| {
+            tx.execute(
+                "UPDATE customers SET note = $2
+                  WHERE id = rekey_translate('customers', (SELECT id FROM old_customers WHERE name = $1))",
+                &[&cust, &nt],
+            )
+        });
+        w.notes.push((customer.clone(), note));
+
+        // A new customer (a v7 key from the default) referred by an old key; now and then one
+        // inserted with an explicit v4 key, as an application not yet switched would.
+        let name = format!("new-{who}-{i}");
+        let explicit_v4 = i % 5 == 0;
+        let (n2, c2) = (name.clone(), customer.clone());
+        let insert = if explicit_v4 {
+            "INSERT INTO customers (id, name, created_at, referred_by)
+             SELECT gen_random_uuid(), $1, clock_timestamp(),
+                    rekey_translate('customers', (SELECT id FROM old_customers WHERE name = $2))"
+        } else {
+            "INSERT INTO customers (name, created_at, referred_by)
+             SELECT $1, clock_timestamp(),
+                    rekey_translate('customers', (SELECT id FROM old_customers WHERE name = $2))"
+        };
+        with_retries(&mut c, |tx| tx.execute(insert, &[&n2, &c2]));
+        w.new_customers.push(name);
+
+        // An order, with a line, for an existing customer reached by its old key.
+        let number = 1_000_000 + who * 100_000 + i;
+        let c3 = customer.clone();
+        with_retries(&mut c, |tx| {
+            let n = tx.execute(
+                "INSERT INTO orders (number, customer_id, placed_at, total)
+                 VALUES ($1, rekey_translate('customers', (SELECT id FROM old_customers WHERE name = $2)),
+                         clock_timestamp(), 1)",
+                &[&number, &c3],
+            )?;
+            tx.execute(
+                "INSERT INTO order_lines SELECT id, 1, 'x' FROM orders WHERE number = $1",
+                &[&number],
+            )?;
+            Ok(n)
+        });
+        w.new_orders.push((number, customer.clone()));
+
+        // A delete of an old order (its lines and notes cascade... the lines are NO ACTION, so
+        // they go first).
+        let old_number = 3 * ((i * 53 + who) % 2000 * 3 + who + 3);
+        with_retries(&mut c, |tx| {
+            tx.execute(
+                "DELETE FROM line_notes WHERE order_id = (SELECT id FROM orders WHERE number = $1)",
+                &[&old_number],
+            )?;
+            tx.execute(
+                "DELETE FROM order_lines WHERE order_id = (SELECT id FROM orders WHERE number = $1)",
+                &[&old_number],
+            )?;
+            let n = tx.execute("DELETE FROM orders WHERE number = $1", &[&old_number])?;
+            // Already deleted by an earlier round: nothing to retry.
+            Ok(n.max(1))
+        });
+        w.deleted_orders.push(old_number);
+    }
+    w
+}
+
+/// Three sessions update, insert and delete rows of every table while the rekey runs: every
+/// write they committed is there afterwards, the rows they inserted have v7 keys, and every old
+/// key they used is mapped to its row's new key.
+#[test]
+fn writes_during_the_rekey_are_kept() {
+    let db = "t_rekey_concurrent";
+    let mut c = fresh_db(db);
+    create_shop(&mut c, 6_100);
+    c.batch_execute(
+        "CREATE TABLE old_customers AS SELECT name, id FROM customers;
+         CREATE UNIQUE INDEX ON old_customers (name);
+         SELECT rekey_switch_default('customers')",
+    )
+    .unwrap();
+    // The mapping table exists from the start, for the writers' rekey_translate.
+    c.batch_execute("CALL rekey_run('customers', 'created_at', max_batches => 0)")
+        .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|who| {
+            let stop = stop.clone();
+            thread::spawn(move || writer(db, who, stop))
+        })
+        .collect();
+    let mut runner = connect_to(db);
+    runner
+        .batch_execute(
+            "CALL rekey_run('customers', batch_size => 200, pause => '10ms', lock_timeout => '200ms', max_retries => 100)",
+        )
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let written: Vec<Written> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    // A sweep for the v4 keys the writers inserted after the run passed them.
+    runner.batch_execute("CALL rekey_run('customers')").unwrap();
+
+    eprintln!(
+        "writes during the rekey: {:?} rounds per writer",
+        written.iter().map(|w| w.notes.len()).collect::<Vec<_>>()
+    );
+    for w in &written {
+        assert!(w.notes.len() >= 20);
+        // The last note each customer got.
+        let mut last = std::collections::HashMap::new();
+        for (customer, note) in &w.notes {
+            last.insert(customer.clone(), note.clone());
+        }
+        for (customer, note) in last {
+            let got: Option<String> = c
+                .query_one("SELECT note FROM customers WHERE name = $1", &[&customer])
+                .unwrap()
+                .get(0);
+            assert_eq!(got.as_deref(), Some(note.as_str()), "note of {customer}");
+        }
+        for name in &w.new_customers {
+            let row = c
+                .query_one(
+                    "SELECT uuid_extract_version(c.id)::int4, r.name
+                       FROM customers c JOIN customers r ON r.id = c.referred_by WHERE c.name = $1",
+                    &[name],
+                )
+                .unwrap();
+            assert_eq!(row.get::<_, i32>(0), 7, "{name}");
+        }
+        for (number, customer) in &w.new_orders {
+            let owner: String = c
+                .query_one(
+                    "SELECT c.name FROM orders o JOIN customers c ON c.id = o.customer_id
+                      JOIN order_lines l ON l.order_id = o.id WHERE o.number = $1",
+                    &[number],
+                )
+                .unwrap()
+                .get(0);
+            assert_eq!(&owner, customer, "order {number}");
+        }
+        for number in &w.deleted_orders {
+            assert_eq!(
+                c.query_one("SELECT count(*) FROM orders WHERE number = $1", &[number])
+                    .unwrap()
+                    .get::<_, i64>(0),
+                0,
+                "order {number} was deleted"
+            );
+        }
+    }
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM customers WHERE uuid_extract_version(id) <> 7"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM old_customers o LEFT JOIN customers c USING (name)
+              WHERE rekey_translate('customers', o.id) IS DISTINCT FROM c.id"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM customers c JOIN customers_rekey_map m ON m.new_key = c.id
+              WHERE uuid_extract_timestamp(c.id) <> date_trunc('milliseconds', c.created_at)"
+        ),
+        0
+    );
+    let checks = verify_statuses(&mut c, "customers");
+    let failed: Vec<_> = checks
+        .iter()
+        .filter(|(_, s, _)| s == "failed" || s == "not finished")
+        .collect();
+    assert!(failed.is_empty(), "{checks:#?}");
+    // The writers changed the counts, and verify says so rather than failing.
+    assert!(
+        checks
+            .iter()
+            .any(|(n, s, _)| n == "rows of customers" && s == "changed"),
+        "{checks:#?}"
+    );
+}
+
+#[test]
+fn wrong_use_is_refused_before_anything_changes() {
+    let mut c = fresh_db("t_rekey_wrong_use");
+    create_shop(&mut c, 300);
+    c.batch_execute(
+        "CREATE TABLE numbered (id bigint PRIMARY KEY);
+         CREATE TABLE keyless (id uuid, created_at timestamptz);
+         CREATE TABLE pair (a uuid, b uuid, PRIMARY KEY (a, b))",
+    )
+    .unwrap();
+    let untouched = one_string(&mut c, EVERYTHING);
+    let nothing_changed = |c: &mut Client| {
+        assert_eq!(one_string(c, EVERYTHING), untouched);
+        assert_eq!(
+            one_i64(
+                c,
+                "SELECT count(*) FROM pg_class WHERE relname LIKE '%rekey_map'"
+            ),
+            0
+        );
+        assert_eq!(one_i64(c, "SELECT count(*) FROM rekey_state"), 0);
+    };
+
+    for (sql, state, words) in [
+        (
+            "SELECT * FROM rekey_plan('numbered', 'x')",
+            SqlState::DATATYPE_MISMATCH,
+            "the primary key column id of numbered is of type bigint, not uuid",
+        ),
+        (
+            "SELECT * FROM rekey_assess('keyless')",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "table keyless has no primary key",
+        ),
+        (
+            "CALL rekey_run('pair', 'x')",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "the primary key of pair has 2 columns (a, b), not one",
+        ),
+        // Before the default is switched.
+        (
+            "CALL rekey_run('customers', 'created_at')",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "the default of customers.id does not make version-7 keys",
+        ),
+        (
+            "SELECT * FROM rekey_plan('customers', 'created_at', batch_size => 0)",
+            SqlState::INVALID_PARAMETER_VALUE,
+            "batch_size must be at least 1, not 0",
+        ),
+    ] {
+        let (got, message) = error_of(&mut c, sql);
+        assert_eq!(got, state, "{sql}: {message}");
+        assert!(message.contains(words), "{sql}: {message}");
+    }
+    nothing_changed(&mut c);
+
+    c.batch_execute("SELECT rekey_switch_default('customers')")
+        .unwrap();
+    let untouched = one_string(&mut c, EVERYTHING);
+    let nothing_changed = |c: &mut Client| {
+        assert_eq!(one_string(c, EVERYTHING), untouched);
+        assert_eq!(
+            one_i64(
+                c,
+                "SELECT count(*) FROM pg_class WHERE relname LIKE '%rekey_map'"
+            ),
+            0
+        );
+        assert_eq!(one_i64(c, "SELECT count(*) FROM rekey_state"), 0);
+    };
+    for (sql, state, words) in [
+        ("CALL rekey_run('customers')", SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+         "no time column: name the column that holds each row's creation time (candidates: created_at)"),
+        ("CALL rekey_run('customers', 'created')", SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+         "time column \"created\" does not exist in customers"),
+        ("CALL rekey_run('customers', 'name')", SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+         "time column \"name\" of customers is of type text, not timestamptz, timestamp or date"),
+        ("BEGIN; CALL rekey_run('customers', 'created_at')", SqlState::ACTIVE_SQL_TRANSACTION,
+         "rekey_run must be called by a CALL of its own, outside a transaction block"),
+        ("DO $$BEGIN CALL rekey_run('customers', 'created_at'); EXCEPTION WHEN division_by_zero THEN NULL; END$$",
+         SqlState::ACTIVE_SQL_TRANSACTION, "outside a transaction block"),
+        ("CALL rekey_run('customers', 'created_at', mapping_table => 'numbered')",
+         SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+         "numbered exists and is not a rekey mapping table"),
+    ] {
+        let (got, message) = error_of(&mut c, sql);
+        c.batch_execute("ROLLBACK").ok();
+        assert_eq!(got, state, "{sql}: {message}");
+        assert!(message.contains(words), "{sql}: {message}");
+        nothing_changed(&mut c);
+    }
+
+    // A referencing column without an index, a trigger that would fire on the rewrite, a rule:
+    // listed by the plan, refused by the run, all in one error.
+    c.batch_execute(
+        "CREATE TABLE visits (customer_id uuid REFERENCES customers (id), at timestamptz);
+         CREATE TABLE audit (id uuid, at timestamptz);
+         CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql
+             AS 'BEGIN INSERT INTO audit VALUES (NEW.id, now()); RETURN NEW; END';
+         CREATE TRIGGER customers_audit AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION audit()",
+    )
+    .unwrap();
+    let plan = c
+        .query("SELECT * FROM rekey_plan('customers', 'created_at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let unindexed = "visits.customer_id references the key but no btree index starts with it: \
+                     CREATE INDEX CONCURRENTLY ON visits (customer_id)";
+    let trigger = "trigger customers_audit on customers would fire on the rewrite of every row: \
+                   disable it, or pass fire_triggers => true";
+    assert!(
+        plan.contains(&format!(
+            "Problems that stop it:\n  - {unindexed}\n  - {trigger}"
+        )),
+        "{plan}"
+    );
+    let (got, message) = error_of(&mut c, "CALL rekey_run('customers', 'created_at')");
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE);
+    assert!(
+        message.contains(unindexed) && message.contains(trigger),
+        "{message}"
+    );
+    nothing_changed(&mut c);
+    c.batch_execute("CREATE INDEX ON visits (customer_id)")
+        .unwrap();
+    let (_, message) = error_of(&mut c, "CALL rekey_run('customers', 'created_at')");
+    assert!(
+        !message.contains(unindexed) && message.contains(trigger),
+        "{message}"
+    );
+    nothing_changed(&mut c);
+
+    // Insufficient privileges: a role that may update customers but not orders, which follows.
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rekey_clerk; CREATE ROLE rekey_clerk;
+         GRANT SELECT, UPDATE ON customers TO rekey_clerk; GRANT SELECT ON orders TO rekey_clerk;
+         GRANT CREATE ON SCHEMA public TO rekey_clerk",
+    )
+    .unwrap();
+    // SET ROLE apart from the CALL: one query string is one implicit transaction, where a CALL
+    // cannot commit.
+    c.batch_execute("SET ROLE rekey_clerk").unwrap();
+    let (got, message) = error_of(
+        &mut c,
+        "CALL rekey_run('customers', 'created_at', fire_triggers => true)",
+    );
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    assert!(
+        message
+            .contains("permission denied: you cannot read and update column customer_id of orders"),
+        "{message}"
+    );
+    let (got, message) = error_of(&mut c, "SELECT rekey_switch_default('orders')");
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    c.batch_execute("RESET ROLE").unwrap();
+    nothing_changed(&mut c);
+
+    // With the trigger acknowledged and the privileges there, the same role can run it; it sees
+    // its own rekey in rekey_status, and a role that may not read customers does not.
+    c.batch_execute(
+        "GRANT SELECT, UPDATE ON orders, visits TO rekey_clerk; GRANT INSERT ON audit TO rekey_clerk;
+         SET ROLE rekey_clerk",
+    )
+    .unwrap();
+    c.batch_execute("CALL rekey_run('customers', 'created_at', fire_triggers => true)")
+        .unwrap();
+    c.batch_execute("RESET ROLE").unwrap();
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM audit"), 300);
+    assert_verified(&mut c, "customers");
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rekey_outsider; CREATE ROLE rekey_outsider; SET ROLE rekey_outsider",
+    )
+    .unwrap();
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_status"), 0);
+    let (got, _) = error_of(&mut c, "SELECT rekey_forget('customers')");
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE);
+    // Row-level security: the state of a table the role may not update is not its to change.
+    assert_eq!(
+        c.execute("UPDATE rekey_state SET keys_done = 0", &[])
+            .unwrap(),
+        0
+    );
+    c.batch_execute("RESET ROLE").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT keys_done FROM rekey_state WHERE table_name = 'customers'"
+        ),
+        300
+    );
+}
+
+/// Asked to, it rekeys everything in the caller's transaction, which can still roll it all back.
+#[test]
+fn in_one_transaction_when_asked() {
+    let mut c = fresh_db("t_rekey_one_transaction");
+    create_shop(&mut c, 500);
+    c.batch_execute("SELECT rekey_switch_default('customers')")
+        .unwrap();
+    let untouched = one_string(&mut c, EVERYTHING);
+    c.batch_execute(
+        "BEGIN; CALL rekey_run('customers', 'created_at', batch_size => 100, in_one_transaction => true)",
+    )
+    .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM customers WHERE uuid_extract_version(id) = 7"
+        ),
+        500
+    );
+    c.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(one_string(&mut c, EVERYTHING), untouched);
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+    c.batch_execute(
+        "BEGIN; CALL rekey_run('customers', 'created_at', batch_size => 100, in_one_transaction => true); COMMIT",
+    )
+    .unwrap();
+    assert_verified(&mut c, "customers");
+}
