@@ -956,3 +956,88 @@ fn in_one_transaction_when_asked() {
     .unwrap();
     assert_verified(&mut c, "customers");
 }
+
+/// The fenced block that follows `marker` in docs/migration.md.
+fn docs_block(marker: &str) -> String {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/migration.md")).unwrap();
+    let after = &docs[docs
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in the docs"))..];
+    let open = after.find("```").unwrap();
+    let body = &after[open..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    body[..body.find("```").unwrap()].to_string()
+}
+
+/// docs/migration.md shows the plan of its example as rekey_plan prints it, line for line.
+#[test]
+fn the_plan_in_the_docs_is_what_rekey_plan_prints() {
+    let mut c = fresh_database("t_rekey_docs_plan");
+    c.batch_execute(&docs_block("<!-- example-schema -->"))
+        .unwrap();
+    let want = docs_block("<!-- example-plan");
+    let got: Vec<String> = c
+        .query("SELECT * FROM rekey_plan('orders', 'created_at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(got.join("\n") + "\n", want);
+}
+
+/// The single-statement rewrite needs nothing from the constraints: with every ON UPDATE action,
+/// deferrable or not, initially deferred or not, a foreign key to a unique constraint that
+/// includes the key, and a child in another schema, every reference follows and none is nulled,
+/// defaulted or refused.
+#[test]
+fn every_on_update_action_follows() {
+    let mut c = fresh_db("t_rekey_actions");
+    c.batch_execute(
+        "CREATE TABLE parent (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), n int NOT NULL,
+                              created_at timestamptz NOT NULL, UNIQUE (id, n));
+         CREATE SCHEMA other;
+         CREATE TABLE other.\"Child Table\" (
+             \"No Action\" uuid REFERENCES parent ON UPDATE NO ACTION,
+             restricted uuid REFERENCES parent ON UPDATE RESTRICT,
+             cascaded uuid REFERENCES parent ON UPDATE CASCADE,
+             nulled uuid REFERENCES parent ON UPDATE SET NULL,
+             defaulted uuid DEFAULT '00000000-0000-4000-8000-000000000000' REFERENCES parent ON UPDATE SET DEFAULT,
+             deferred uuid REFERENCES parent DEFERRABLE INITIALLY DEFERRED,
+             pair_id uuid, pair_n int, FOREIGN KEY (pair_id, pair_n) REFERENCES parent (id, n),
+             n int NOT NULL);
+         CREATE INDEX ON other.\"Child Table\" (\"No Action\");
+         CREATE INDEX ON other.\"Child Table\" (restricted);
+         CREATE INDEX ON other.\"Child Table\" (cascaded);
+         CREATE INDEX ON other.\"Child Table\" (nulled);
+         CREATE INDEX ON other.\"Child Table\" (defaulted);
+         CREATE INDEX ON other.\"Child Table\" (deferred);
+         CREATE INDEX ON other.\"Child Table\" (pair_id, pair_n);
+         INSERT INTO parent VALUES ('00000000-0000-4000-8000-000000000000', 0, '2020-01-01 00:00:00+00');
+         INSERT INTO parent (n, created_at)
+             SELECT i, '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 s' FROM generate_series(1, 2000) i;
+         INSERT INTO other.\"Child Table\"
+             SELECT p.id, p.id, p.id, p.id, p.id, p.id, p.id, p.n, p.n FROM parent p WHERE p.n > 0;
+         SELECT rekey_switch_default('parent')",
+    )
+    .unwrap();
+    let refs = one_i64(&mut c, "SELECT count(*) FROM rekey_references('parent')");
+    assert_eq!(refs, 7);
+    c.batch_execute("CALL rekey_run('parent', 'created_at', batch_size => 300)")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM other.\"Child Table\" t JOIN parent p ON p.n = t.n
+              WHERE (t.\"No Action\", t.restricted, t.cascaded, t.nulled, t.defaulted, t.deferred, t.pair_id)
+                    IS DISTINCT FROM (p.id, p.id, p.id, p.id, p.id, p.id, p.id)
+                 OR uuid_extract_version(p.id) <> 7"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM other.\"Child Table\""),
+        2000
+    );
+    assert_verified(&mut c, "parent");
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The rekey benchmark (a command, not a test): the toolkit's CALL rekey_run against one naive
+# UPDATE with ON UPDATE CASCADE, on a parent of 2 million rows and a child of 6 million, from the
+# same copy (bench/rekey.py says what is measured). Writes docs/bench-rekey.json and prints the
+# medians; docs/migration.md reports them.
+#
+#   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N] [--pg VERSION]
+#
+#   --scale N       multiplies the row counts (default 1)
+#   --reps N        runs of each method; medians are reported (default 1)
+#   --batch-size N  the toolkit's batch size (default 10000)
+#   --pg VERSION    the server, 14-18 (default 17; pgstattuple is needed)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+scale=1 reps=1 batch=10000 pg=17
+while [ $# -gt 0 ]; do
+    case $1 in
+        --scale) scale=$2 ;;
+        --reps) reps=$2 ;;
+        --batch-size) batch=$2 ;;
+        --pg) pg=$2 ;;
+        -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown option: $1 (see --help)" ;;
+    esac
+    shift 2
+done
+case $pg in 14 | 15 | 16 | 17 | 18) ;; *) die "--pg must be 14-18" ;; esac
+
+started=$(date +%s)
+"$ROOT/scripts/setup.sh" "$pg"
+cfg=$(pg_config_of "$pg")
+install_extension "$cfg" release
+
+pydeps="$CACHE/python-bench"
+if ! cmp -s "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"; then
+    log "installing the benchmark's Python libraries into $pydeps"
+    rm -rf "$pydeps"
+    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --target "$pydeps" \
+        -r "$ROOT/bench/requirements.txt"
+    cp "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"
+fi
+
+parents=$(python3 -c "print(int(2_000_000 * float('$scale')))")
+dir=${PG_OBJECTID_BENCH_DIR:-/tmp/pg_objectid-bench}/rekey
+port=55542
+child=""
+cleanup() {
+    set +e
+    if [ -n "$child" ]; then
+        kill "$child" 2>/dev/null
+        wait "$child" 2>/dev/null
+    fi
+    cluster_stop "$cfg" "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The settings of scripts/bench.sh, but shared buffers holding the key indexes, and autovacuum on
+# as in production (the toolkit's batches leave dead rows behind them as they go).
+log "starting PostgreSQL $pg in $dir"
+cluster_start "$cfg" "$dir" "$port" "shared_buffers = '1GB'" "max_wal_size = '4GB'" \
+    "checkpoint_timeout = '5min'" "synchronous_commit = off" "jit = off" "work_mem = '64MB'" \
+    "maintenance_work_mem = '512MB'" "max_parallel_workers_per_gather = 0" \
+    "max_parallel_maintenance_workers = 0"
+
+PYTHONPATH="$pydeps" python3 "$ROOT/bench/rekey.py" --dsn "host=$dir port=$port user=postgres" \
+    --parents "$parents" --batch-size "$batch" --reps "$reps" --json "$ROOT/docs/bench-rekey.json" &
+child=$!
+wait "$child"
+child=""
+log "rekey benchmark finished in $(($(date +%s) - started)) s: docs/bench-rekey.json"
