@@ -16,8 +16,13 @@
 -- statement, one data-modifying WITH query. PostgreSQL runs the foreign keys' checks and actions
 -- at the end of that statement (AfterTriggerEndQuery, after every sub-statement), when parent and
 -- children agree again; so no constraint is altered, deferred or re-validated, whatever its
--- ON UPDATE action: a cascade or SET NULL finds no child left with the old key. Everything runs
--- as the caller, with the caller's privileges: nothing here is SECURITY DEFINER.
+-- ON UPDATE action: a cascade or SET NULL finds no child left with the old key.
+--
+-- Privileges: everything runs as the caller, nothing here is SECURITY DEFINER. Only the table's
+-- owner (or a member of its role) may start, run or forget a rekey, and the mapping table belongs
+-- to the table's owner: the state and the mapping table are then only as trustworthy as the table
+-- itself, for whoever later translates or verifies. No stored text is ever run as SQL: tables are
+-- recorded by OID and named through rekey_name, columns quoted with %I, time zones with %L.
 
 -- Whether the calling procedure may COMMIT (src/rekey/mod.rs).
 CREATE FUNCTION @extschema@.rekey_can_commit()
@@ -28,16 +33,18 @@ CREATE FUNCTION @extschema@.rekey_can_commit()
 -- One row per table being rekeyed or rekeyed. Its progress columns change in the same transaction
 -- as the batch they count, so that a run killed at any point resumes exactly where the last
 -- committed batch left it. Row-level security shows each row to whoever may read the table and
--- lets it change only by whoever may update it: the toolkit needs no privilege of its own.
+-- lets only the table's owner (or a member of its role) write it.
 CREATE TABLE @extschema@.rekey_state (
     relid oid PRIMARY KEY,
-    table_name text NOT NULL,
+    -- The table's primary key constraint when the rekey started: a table dropped and another made
+    -- with the same OID does not inherit the state (rekey_state_of).
+    key_constraint oid NOT NULL,
     key_column name NOT NULL,
     time_column name NOT NULL,
     -- A time column without time zone is read in the zone of the first run, in every run.
     time_zone text NOT NULL,
     fallback_time timestamptz NOT NULL,
-    mapping_table text NOT NULL,
+    mapping_table oid NOT NULL,
     -- Pass 1 walks the keys in order from high_water; pass 2 sweeps again from the start for
     -- version-4 keys inserted behind pass 1.
     pass integer NOT NULL DEFAULT 1,
@@ -51,7 +58,8 @@ CREATE TABLE @extschema@.rekey_state (
     run_keys_done bigint NOT NULL DEFAULT 0,
     last_batch_at timestamptz,
     finished_at timestamptz,
-    -- Row counts and foreign-key join counts when the rekey started, for rekey_verify.
+    -- Row counts and foreign-key join counts when the rekey started, by table OID and constraint
+    -- OID, for rekey_verify.
     snapshot jsonb NOT NULL
 );
 
@@ -59,13 +67,24 @@ ALTER TABLE @extschema@.rekey_state ENABLE ROW LEVEL SECURITY;
 CREATE POLICY rekey_state_read ON @extschema@.rekey_state FOR SELECT
     USING (has_table_privilege(relid, 'SELECT'));
 CREATE POLICY rekey_state_insert ON @extschema@.rekey_state FOR INSERT
-    WITH CHECK (has_any_column_privilege(relid, 'UPDATE'));
+    WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
 CREATE POLICY rekey_state_update ON @extschema@.rekey_state FOR UPDATE
-    USING (has_any_column_privilege(relid, 'UPDATE'))
-    WITH CHECK (has_any_column_privilege(relid, 'UPDATE'));
+    USING (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'))
+    WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
 CREATE POLICY rekey_state_delete ON @extschema@.rekey_state FOR DELETE
-    USING (has_any_column_privilege(relid, 'UPDATE'));
+    USING (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.rekey_state TO PUBLIC;
+
+-- A relation's name, schema-qualified and quoted whatever the search_path: how every statement
+-- here names a table it runs against. NULL when there is no such relation.
+CREATE FUNCTION @extschema@.rekey_name(relid oid)
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    AS $body$
+SELECT format('%I.%I', n.nspname, c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.oid = relid
+$body$;
 
 -- The key: a primary key of exactly one uuid column, or a clear error.
 CREATE FUNCTION @extschema@.rekey_key_column(tbl regclass)
@@ -143,7 +162,8 @@ CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
     RETURNS TABLE (depth integer, constraint_name name, referencing_table regclass,
                    referencing_columns name[], referenced_table regclass, referenced_columns name[],
                    rekeyed_columns name[], column_types regtype[], on_update text, on_delete text,
-                   is_deferrable boolean, initially_deferred boolean, validated boolean, indexed boolean)
+                   is_deferrable boolean, initially_deferred boolean, validated boolean, indexed boolean,
+                   constraint_id oid)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     AS $body$
 WITH cols AS (SELECT * FROM @extschema@.rekey_columns(tbl))
@@ -161,7 +181,7 @@ SELECT (SELECT min(p.depth) + 1 FROM cols p
        CASE c.confdeltype WHEN 'a' THEN 'NO ACTION' WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE'
                           WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' END,
        c.condeferrable, c.condeferred, c.convalidated,
-       rk.indexed
+       rk.indexed, c.oid
   FROM pg_constraint c
   CROSS JOIN LATERAL (
       SELECT array_agg(x.attname ORDER BY x.attnum) AS names,
@@ -188,22 +208,103 @@ SELECT CASE a.atttypid
  WHERE a.attrelid = tbl AND a.attname = time_column AND a.attnum > 0 AND NOT a.attisdropped
 $body$;
 
--- The mapping table's name: given, or <table>_rekey_map beside the table.
+-- The mapping table's name, quoted: the given one (parsed as an identifier, perhaps qualified, so
+-- that it can only ever name a table), or <table>_rekey_map beside the table.
 CREATE FUNCTION @extschema@.rekey_mapping_name(tbl regclass, mapping_table text)
     RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $body$
-SELECT coalesce(mapping_table,
-                (SELECT format('%I.%I', n.nspname, left(c.relname, 53) || '_rekey_map')
-                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE c.oid = tbl))
+SELECT CASE WHEN mapping_table IS NULL
+            THEN (SELECT format('%I.%I', n.nspname, left(c.relname, 53) || '_rekey_map')
+                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                   WHERE c.oid = tbl)
+            ELSE (SELECT string_agg(quote_ident(p.part), '.' ORDER BY p.n)
+                    FROM unnest(parse_ident(mapping_table)) WITH ORDINALITY AS p(part, n))
+       END
+$body$;
+
+-- The comment a mapping table is made with: it binds the mapping table to its table (by OID and
+-- primary key constraint), so that a rekey adopts an existing mapping table (after rekey_forget)
+-- only when it was made for that very table.
+CREATE FUNCTION @extschema@.rekey_mapping_comment(tbl regclass)
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    AS $body$
+SELECT format('pg_objectid rekey mapping: old -> new keys of relation %s (primary key constraint %s)',
+              tbl::oid, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'))
+$body$;
+
+-- Why the relation mapping cannot serve as the mapping table of tbl, or NULL when it can: a plain
+-- table of the table's owner, made for tbl (its comment), of exactly the mapping's columns, with
+-- no user trigger or rule that the toolkit's reads and inserts would run.
+CREATE FUNCTION @extschema@.rekey_mapping_problem(tbl regclass, mapping oid)
+    RETURNS text
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    AS $body$
+DECLARE
+    m pg_class;
+BEGIN
+    SELECT * INTO m FROM pg_class c WHERE c.oid = mapping;
+    IF NOT FOUND THEN
+        RETURN format('the mapping table (OID %s) is gone', mapping);
+    ELSIF m.relkind <> 'r' OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = mapping OR i.inhparent = mapping) THEN
+        RETURN format('%s is not a plain table', @extschema@.rekey_name(mapping));
+    ELSIF m.relowner <> (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl) THEN
+        RETURN format('%s is owned by %s, not by %s, the owner of %s', @extschema@.rekey_name(mapping),
+                      m.relowner::regrole, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl)::regrole, tbl);
+    ELSIF (SELECT array_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum)
+             FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0 AND NOT a.attisdropped)
+          IS DISTINCT FROM ARRAY['old_key uuid', 'new_key uuid', 'batch bigint'] THEN
+        RETURN format('%s exists and is not a rekey mapping table (old_key uuid, new_key uuid, batch bigint)',
+                      @extschema@.rekey_name(mapping));
+    ELSIF obj_description(mapping, 'pg_class') IS DISTINCT FROM @extschema@.rekey_mapping_comment(tbl) THEN
+        RETURN format('%s exists and is not the mapping table of %s (its comment says what it maps)',
+                      @extschema@.rekey_name(mapping), tbl);
+    ELSIF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = mapping AND NOT t.tgisinternal)
+          OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = mapping) THEN
+        RETURN format('%s has a trigger or rule', @extschema@.rekey_name(mapping));
+    END IF;
+    RETURN NULL;
+END
+$body$;
+
+-- The recorded rekey of tbl, or NULL when there is none; an error when the record cannot be
+-- trusted any more: its table was dropped and another made with the same OID, or its mapping
+-- table no longer qualifies (rekey_mapping_problem).
+CREATE FUNCTION @extschema@.rekey_state_of(tbl regclass)
+    RETURNS @extschema@.rekey_state
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    AS $body$
+DECLARE
+    st @extschema@.rekey_state;
+    problem text;
+BEGIN
+    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF st.key_constraint IS DISTINCT FROM (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p') THEN
+        RAISE EXCEPTION 'the recorded rekey of % was of another table with the same OID, or of another primary key', tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('SELECT %s.rekey_forget(%L) drops the record.', '@extschema@', tbl::oid::text);
+    END IF;
+    problem := @extschema@.rekey_mapping_problem(tbl, st.mapping_table);
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'the mapping table of the rekey of % cannot be used: %', tbl, problem
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN st;
+END
 $body$;
 
 -- The three statements of a batch, exactly as rekey_batch runs them and rekey_plan shows them:
 --   [1] lock the next keys: $1 the high-water key, $2 the batch size; returns the keys in order;
 --   [2] map them: $1 the keys, $2 the fallback time, $3 the batch number;
 --   [3] rewrite the key and every referencing column in one statement: $1 the keys; returns the
---       rows changed per table, in the order of rekey_columns.
+--       rows changed per table, in the order of rekey_columns (for the key's table, the rows whose
+--       key became its new key).
+-- mapping_table is a qualified name (rekey_name of the recorded mapping table, or the one to be
+-- made).
 CREATE FUNCTION @extschema@.rekey_statements(tbl regclass, time_column name, time_zone text,
                                              mapping_table text)
     RETURNS text[]
@@ -229,29 +330,35 @@ BEGIN
         i := i + 1;
         IF cardinality(r.names) = 1 THEN
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %I = m.new_key FROM %s m WHERE m.old_key = t.%I AND t.%I = ANY ($1) RETURNING 1)',
-                i, r.relid, r.names[1], mapping_table, r.names[1], r.names[1]);
+                'u%s AS (UPDATE ONLY %s t SET %I = m.new_key FROM %s m WHERE m.old_key = t.%I AND t.%I = ANY ($1) RETURNING %s)',
+                i, @extschema@.rekey_name(r.relid), r.names[1], mapping_table, r.names[1], r.names[1],
+                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         ELSE
             -- One UPDATE per table, so that no row is changed twice by the statement (a
             -- self-reference, or two columns referencing the key).
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING 1)', i, r.relid,
+                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, @extschema@.rekey_name(r.relid),
                 (SELECT string_agg(format('%1$I = coalesce((SELECT m.new_key FROM %2$s m WHERE m.old_key = t.%1$I), t.%1$I)',
                                           n, mapping_table), ', ')
                    FROM unnest(r.names) n),
-                (SELECT string_agg(format('t.%I = ANY ($1)', n), ' OR ') FROM unnest(r.names) n));
+                (SELECT string_agg(format('t.%I = ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
+                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         END IF;
-        counts := counts || format('(SELECT count(*) FROM u%s)', i);
+        -- For the key's table, the rows whose key really became its new key: a BEFORE trigger
+        -- could have kept the old one.
+        counts := counts || CASE WHEN i = 1
+            THEN format('(SELECT count(*) FROM u1 JOIN %s m ON m.new_key = u1.k WHERE m.old_key = ANY ($1))', mapping_table)
+            ELSE format('(SELECT count(*) FROM u%s)', i) END;
     END LOOP;
     RETURN ARRAY[
         format('SELECT array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
                ' WHERE t.%1$I > $1 AND %3$s.uuid_extract_version(t.%1$I) = 4'
                ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key = t.%1$I)'
                ' ORDER BY t.%1$I LIMIT $2 FOR UPDATE OF t) s',
-               key, tbl, '@extschema@', mapping_table),
+               key, @extschema@.rekey_name(tbl), '@extschema@', mapping_table),
         format('INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, %3$s.uuidv7_at(CASE WHEN %4$s >= ''1970-01-01 00:00:00+00'''
                ' AND %4$s < ''10000-01-01 00:00:00+00'' THEN %4$s ELSE $2 END), $3 FROM ONLY %5$s t WHERE t.%2$I = ANY ($1)',
-               mapping_table, key, '@extschema@', time_expr, tbl),
+               mapping_table, key, '@extschema@', time_expr, @extschema@.rekey_name(tbl)),
         format('WITH %s SELECT ARRAY[%s]', array_to_string(updates, ', '), array_to_string(counts, ', '))
     ];
 END
@@ -274,22 +381,9 @@ SELECT coalesce((
      WHERE d.adrelid = tbl AND a.attname = @extschema@.rekey_key_column(tbl) AND f.oid IS NOT NULL), false)
 $body$;
 
--- Columns that could supply creation times: time columns, the usual names first, then NOT NULL.
-CREATE FUNCTION @extschema@.rekey_time_columns(tbl regclass)
-    RETURNS name[]
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
-    AS $body$
-SELECT coalesce(array_agg(a.attname ORDER BY
-           a.attname NOT IN ('created_at', 'created', 'creation_time', 'created_on', 'inserted_at',
-                             'create_time', 'createdat', 'date_created', 'insert_time'),
-           a.attname !~* '(creat|insert)', NOT a.attnotnull, a.attnum), '{}')
-  FROM pg_attribute a
- WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
-   AND a.atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
-$body$;
-
 -- What stops a rekey of tbl, one line each, before anything changes. rekey_plan lists them;
--- rekey_run refuses to start or resume while there is any.
+-- rekey_run refuses to start or resume while there is any. mapping_table is the name of the
+-- mapping table (NULL: the default); for a rekey already started, rekey_name of the recorded one.
 CREATE FUNCTION @extschema@.rekey_problems(tbl regclass, time_column name, mapping_table text DEFAULT NULL,
                                            fire_triggers boolean DEFAULT false)
     RETURNS SETOF text
@@ -297,10 +391,17 @@ CREATE FUNCTION @extschema@.rekey_problems(tbl regclass, time_column name, mappi
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
+    owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl);
     mapping text := @extschema@.rekey_mapping_name(tbl, mapping_table);
     mapping_oid regclass;
+    mapping_schema text;
+    problem text;
     r record;
 BEGIN
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RETURN NEXT format('permission denied: only the owner of %s (%s) or a member of its role may rekey it',
+                           tbl, owner::regrole);
+    END IF;
     IF time_column IS NULL THEN
         RETURN NEXT format('no time column: name the column that holds each row''s creation time (candidates: %s)',
                            coalesce(nullif(array_to_string(@extschema@.rekey_time_columns(tbl), ', '), ''), 'none'));
@@ -314,9 +415,11 @@ BEGIN
         RETURN NEXT format('permission denied: you cannot read column %s of %s', time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity,
+    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, a.attgenerated,
                     EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits
-               FROM @extschema@.rekey_columns(tbl) c JOIN pg_class cl ON cl.oid = c.relid
+               FROM @extschema@.rekey_columns(tbl) c
+               JOIN pg_class cl ON cl.oid = c.relid
+               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
     LOOP
         IF r.relkind <> 'r' OR r.inherits THEN
             RETURN NEXT format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
@@ -326,6 +429,9 @@ BEGIN
         END IF;
         IF r.atttype <> 'uuid'::regtype THEN
             RETURN NEXT format('%s.%I references the key but is of type %s, not uuid', r.relid, r.attname, r.atttype);
+        END IF;
+        IF r.attgenerated <> '' THEN
+            RETURN NEXT format('%s.%I references the key but is a generated column', r.relid, r.attname);
         END IF;
         IF r.depth > 0 AND NOT @extschema@.rekey_column_indexed(r.relid, r.attnum) THEN
             RETURN NEXT format('%s.%I references the key but no btree index starts with it: CREATE INDEX CONCURRENTLY ON %s (%I)',
@@ -337,6 +443,21 @@ BEGIN
         IF r.relrowsecurity AND row_security_active(r.relid) THEN
             RETURN NEXT format('row-level security applies to you on %s: a rekey must see and update every row', r.relid);
         END IF;
+    END LOOP;
+
+    -- A rewritten column that is also in a foreign key to columns the rekey does not change: its
+    -- new values would have to exist there (the table's key itself referencing another table, say).
+    FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
+               FROM @extschema@.rekey_columns(tbl) c
+               JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid
+               CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
+              WHERE k.conkey[i] = c.attnum
+                AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) t
+                                 WHERE t.relid = k.confrelid AND t.attnum = k.confkey[i])
+              ORDER BY 1, 2, 3
+    LOOP
+        RETURN NEXT format('%s.%I is also in foreign key %I to %s, whose columns the rekey does not change',
+                           r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
     FOR r IN SELECT DISTINCT c.relid, t.tgname
@@ -361,18 +482,37 @@ BEGIN
 
     mapping_oid := to_regclass(mapping);
     IF mapping_oid IS NULL THEN
-        IF NOT has_schema_privilege(coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1],
-                                             current_schema()), 'CREATE') THEN
-            RETURN NEXT format('permission denied: you cannot create the mapping table %s', mapping);
+        -- Made by the caller, then given to the table's owner, who must be allowed to own it there.
+        mapping_schema := coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1], current_schema());
+        IF to_regnamespace(mapping_schema) IS NULL THEN
+            RETURN NEXT format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
+        ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE') OR NOT has_schema_privilege(owner, mapping_schema, 'CREATE') THEN
+            RETURN NEXT format('permission denied: you and %s must both be allowed to create the mapping table %s',
+                               owner::regrole, mapping);
         END IF;
-    ELSIF (SELECT array_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum)
-             FROM pg_attribute a WHERE a.attrelid = mapping_oid AND a.attnum > 0 AND NOT a.attisdropped)
-          IS DISTINCT FROM ARRAY['old_key uuid', 'new_key uuid', 'batch bigint'] THEN
-        RETURN NEXT format('%s exists and is not a rekey mapping table (old_key uuid, new_key uuid, batch bigint)', mapping);
-    ELSIF NOT (has_table_privilege(mapping_oid, 'SELECT') AND has_table_privilege(mapping_oid, 'INSERT')) THEN
-        RETURN NEXT format('permission denied: you cannot read and insert into the mapping table %s', mapping);
+    ELSE
+        problem := @extschema@.rekey_mapping_problem(tbl, mapping_oid);
+        IF problem IS NOT NULL THEN
+            RETURN NEXT problem;
+        ELSIF NOT (has_table_privilege(mapping_oid, 'SELECT') AND has_table_privilege(mapping_oid, 'INSERT')) THEN
+            RETURN NEXT format('permission denied: you cannot read and insert into the mapping table %s', mapping);
+        END IF;
     END IF;
 END
+$body$;
+
+-- Columns that could supply creation times: time columns, the usual names first, then NOT NULL.
+CREATE FUNCTION @extschema@.rekey_time_columns(tbl regclass)
+    RETURNS name[]
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    AS $body$
+SELECT coalesce(array_agg(a.attname ORDER BY
+           a.attname NOT IN ('created_at', 'created', 'creation_time', 'created_on', 'inserted_at',
+                             'create_time', 'createdat', 'date_created', 'insert_time'),
+           a.attname !~* '(creat|insert)', NOT a.attnotnull, a.attnum), '{}')
+  FROM pg_attribute a
+ WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
+   AND a.atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
 $body$;
 
 -- What there is, for one table: key versions, the v7 keys' time span, the key's physical order,
@@ -397,7 +537,7 @@ BEGIN
         ' AND v IS DISTINCT FROM 4 AND v IS DISTINCT FROM 7), count(*) FILTER (WHERE k IS NULL),'
         ' min(%2$s.uuid_extract_timestamp(k)) FILTER (WHERE v = 7), max(%2$s.uuid_extract_timestamp(k)) FILTER (WHERE v = 7)'
         ' FROM (SELECT t.%1$I AS k, %2$s.uuid_extract_version(t.%1$I) AS v FROM ONLY %3$s t) s',
-        key_column, '@extschema@', tbl)
+        key_column, '@extschema@', @extschema@.rekey_name(tbl))
        INTO total_rows, v4_keys, v7_keys, v1_keys, other_keys, null_keys, v7_first, v7_last;
 
     SELECT s.correlation INTO key_correlation
@@ -453,7 +593,7 @@ SELECT a.*
   JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype = 'p' AND cardinality(k.conkey) = 1
   JOIN pg_attribute ka ON ka.attrelid = c.oid AND ka.attnum = k.conkey[1] AND ka.atttypid = 'uuid'::regtype
   CROSS JOIN LATERAL @extschema@.rekey_assess(c.oid::regclass) a
- WHERE c.relnamespace = schema_name AND c.relkind = 'r'
+ WHERE c.relnamespace = schema_name AND c.relkind = 'r' AND has_table_privilege(c.oid, 'SELECT')
  ORDER BY c.relname
 $body$;
 
@@ -492,10 +632,10 @@ BEGIN
     IF batch_size IS NULL OR batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl;
-    IF FOUND THEN
+    st := @extschema@.rekey_state_of(tbl);
+    IF st.relid IS NOT NULL THEN
         time_column := coalesce(time_column, st.time_column);
-        mapping_table := coalesce(mapping_table, st.mapping_table);
+        mapping_table := @extschema@.rekey_name(st.mapping_table);
         zone := st.time_zone;
     END IF;
     mapping := @extschema@.rekey_mapping_name(tbl, mapping_table);
@@ -503,7 +643,7 @@ BEGIN
 
     EXECUTE format('SELECT count(*), count(*) FILTER (WHERE %2$s.uuid_extract_version(t.%1$I) = 4),'
                    ' count(*) FILTER (WHERE %2$s.uuid_extract_version(t.%1$I) = 7) FROM ONLY %3$s t',
-                   key, '@extschema@', tbl)
+                   key, '@extschema@', @extschema@.rekey_name(tbl))
        INTO total, todo, v7;
 
     RETURN NEXT format('Rekey plan for %s: primary key %I to UUIDv7, creation times from %s',
@@ -527,7 +667,8 @@ BEGIN
     LOOP
         rows_touched := NULL;
         IF r.all_uuid THEN
-            EXECUTE format('SELECT count(*), coalesce(avg(pg_column_size(t.*)), 0) FROM ONLY %s t WHERE %s', r.relid,
+            EXECUTE format('SELECT count(*), coalesce(avg(pg_column_size(t.*)), 0) FROM ONLY %s t WHERE %s',
+                           @extschema@.rekey_name(r.relid),
                            (SELECT string_agg(format('%s.uuid_extract_version(t.%I) = 4', '@extschema@', n), ' OR ')
                               FROM unnest(r.names) n))
                INTO rows_touched, row_bytes;
@@ -572,7 +713,8 @@ BEGIN
     ELSE
         RETURN NEXT format('  %s. SELECT %s.rekey_switch_default(%L): new rows get version-7 keys from now on',
                            step, '@extschema@', tbl::text);
-        RETURN NEXT format('       ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', tbl, key, '@extschema@');
+        RETURN NEXT format('       ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', @extschema@.rekey_name(tbl), key,
+                           '@extschema@');
         RETURN NEXT format('       lock: ACCESS EXCLUSIVE on %s for a catalog change, each attempt waiting at most its lock_timeout', tbl);
     END IF;
 
@@ -630,7 +772,8 @@ CREATE FUNCTION @extschema@.rekey_switch_default(tbl regclass, lock_timeout inte
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
-    statement text := format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', tbl, key, '@extschema@');
+    statement text := format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', @extschema@.rekey_name(tbl), key,
+                             '@extschema@');
     saved text := current_setting('lock_timeout');
     attempt integer := 0;
 BEGIN
@@ -662,9 +805,10 @@ END
 $body$;
 
 -- Starts or resumes the rekey of tbl in the caller's transaction: refuses while rekey_problems
--- finds any problem or the key's default still makes version-4 keys; on the first start creates
--- the mapping table and records the counts rekey_verify compares with; on a rekey that finished,
--- starts a sweep for version-4 keys inserted since.
+-- finds any problem or the key's default still makes version-4 keys; on the first start makes
+-- (or adopts, after rekey_forget) the mapping table and records the counts rekey_verify compares
+-- with; on a rekey that finished, starts a sweep for version-4 keys inserted since. A time
+-- column, mapping table or fallback time given must be the recorded one.
 CREATE FUNCTION @extschema@.rekey_start(tbl regclass, time_column name, fallback_time timestamptz,
                                         fire_triggers boolean, mapping_table text)
     RETURNS @extschema@.rekey_state
@@ -672,27 +816,35 @@ CREATE FUNCTION @extschema@.rekey_start(tbl regclass, time_column name, fallback
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
+    owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl);
     st @extschema@.rekey_state;
     mapping text;
+    mapping_oid oid;
     problems text[];
     remaining bigint;
+    done bigint;
     snapshot jsonb;
     r record;
     n bigint;
 BEGIN
-    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
-    IF FOUND THEN
-        IF time_column IS DISTINCT FROM st.time_column AND time_column IS NOT NULL THEN
+    PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
+    st := @extschema@.rekey_state_of(tbl);
+    IF st.relid IS NOT NULL THEN
+        IF time_column IS NOT NULL AND time_column <> st.time_column THEN
             RAISE EXCEPTION 'the rekey of % started with time column "%", not "%"', tbl, st.time_column, time_column
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Leave time_column out to resume, or call rekey_forget first to start over.';
         END IF;
-        IF mapping_table IS NOT NULL AND @extschema@.rekey_mapping_name(tbl, mapping_table) <> st.mapping_table THEN
-            RAISE EXCEPTION 'the rekey of % started with mapping table %, not %', tbl, st.mapping_table, mapping_table
+        IF mapping_table IS NOT NULL AND to_regclass(mapping_table) IS DISTINCT FROM st.mapping_table THEN
+            RAISE EXCEPTION 'the rekey of % started with mapping table %, not %', tbl, st.mapping_table::regclass, mapping_table
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF fallback_time IS NOT NULL AND fallback_time <> st.fallback_time THEN
+            RAISE EXCEPTION 'the rekey of % started with fallback time %, not %', tbl, st.fallback_time, fallback_time
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         time_column := st.time_column;
-        mapping := st.mapping_table;
+        mapping := @extschema@.rekey_name(st.mapping_table);
     ELSE
         mapping := @extschema@.rekey_mapping_name(tbl, mapping_table);
     END IF;
@@ -711,9 +863,10 @@ BEGIN
                                 '@extschema@', tbl::text, time_column);
     END IF;
 
+    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
+                   @extschema@.rekey_name(tbl), '@extschema@', key)
+       INTO remaining;
     IF st.relid IS NOT NULL THEN
-        EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4', tbl, '@extschema@', key)
-           INTO remaining;
         UPDATE @extschema@.rekey_state s
            SET runs = s.runs + 1, run_started_at = clock_timestamp(), run_keys_done = 0,
                keys_total = s.keys_done + remaining,
@@ -726,30 +879,35 @@ BEGIN
         RETURN st;
     END IF;
 
-    IF to_regclass(mapping) IS NULL THEN
+    mapping_oid := to_regclass(mapping);
+    IF mapping_oid IS NULL THEN
         EXECUTE format('CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
-        EXECUTE format('COMMENT ON TABLE %s IS %L', mapping,
-                       format('old -> new keys of %s, written by rekey_run; %s.rekey_translate(%L, key) reads it',
-                              tbl, '@extschema@', tbl::text));
+        mapping_oid := to_regclass(mapping);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', @extschema@.rekey_name(mapping_oid), @extschema@.rekey_mapping_comment(tbl));
+        IF (SELECT c.relowner FROM pg_class c WHERE c.oid = mapping_oid) <> owner THEN
+            EXECUTE format('ALTER TABLE %s OWNER TO %I', @extschema@.rekey_name(mapping_oid),
+                           (SELECT a.rolname FROM pg_authid a WHERE a.oid = owner));
+        END IF;
     END IF;
+    -- An adopted mapping table (rekey_problems checked it was made for this table) counts as done.
+    EXECUTE format('SELECT count(*) FROM %s', @extschema@.rekey_name(mapping_oid)) INTO done;
 
     snapshot := jsonb_build_object('rows', '{}'::jsonb, 'joins', '{}'::jsonb);
-    FOR r IN SELECT DISTINCT c.relid::text AS name FROM @extschema@.rekey_columns(tbl) c ORDER BY 1 LOOP
-        EXECUTE format('SELECT count(*) FROM ONLY %s', r.name) INTO n;
-        snapshot := jsonb_set(snapshot, ARRAY['rows', r.name], to_jsonb(n));
+    FOR r IN SELECT DISTINCT c.relid FROM @extschema@.rekey_columns(tbl) c LOOP
+        EXECUTE format('SELECT count(*) FROM ONLY %s', @extschema@.rekey_name(r.relid)) INTO n;
+        snapshot := jsonb_set(snapshot, ARRAY['rows', r.relid::oid::text], to_jsonb(n));
     END LOOP;
     FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
         EXECUTE @extschema@.rekey_join_count_query(r.referencing_table, r.referencing_columns,
                                                    r.referenced_table, r.referenced_columns) INTO n;
-        snapshot := jsonb_set(snapshot, ARRAY['joins', r.constraint_name || ' on ' || r.referencing_table::text], to_jsonb(n));
+        snapshot := jsonb_set(snapshot, ARRAY['joins', r.constraint_id::text], to_jsonb(n));
     END LOOP;
 
-    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4', tbl, '@extschema@', key)
-       INTO remaining;
-    INSERT INTO @extschema@.rekey_state (relid, table_name, key_column, time_column, time_zone, fallback_time,
-                                         mapping_table, keys_total, started_at, run_started_at, snapshot)
-    VALUES (tbl, tbl::text, key, time_column, current_setting('TimeZone'), fallback_time, mapping,
-            remaining, clock_timestamp(), clock_timestamp(), snapshot)
+    INSERT INTO @extschema@.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
+                                         mapping_table, keys_total, keys_done, started_at, run_started_at, snapshot)
+    VALUES (tbl, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'), key, time_column,
+            current_setting('TimeZone'), coalesce(fallback_time, '1970-01-01 00:00:00+00'), mapping_oid,
+            done + remaining, done, clock_timestamp(), clock_timestamp(), snapshot)
     RETURNING * INTO st;
     RETURN st;
 END
@@ -761,7 +919,8 @@ CREATE FUNCTION @extschema@.rekey_join_count_query(referencing_table regclass, r
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     AS $body$
-SELECT format('SELECT count(*) FROM ONLY %s c JOIN ONLY %s p ON %s', referencing_table, referenced_table,
+SELECT format('SELECT count(*) FROM ONLY %s c JOIN ONLY %s p ON %s', @extschema@.rekey_name(referencing_table),
+              @extschema@.rekey_name(referenced_table),
               (SELECT string_agg(format('c.%I = p.%I', f, t), ' AND ')
                  FROM unnest(referencing_columns, referenced_columns) u(f, t)))
 $body$;
@@ -784,15 +943,17 @@ BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
-    IF NOT FOUND THEN
+    PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
+    st := @extschema@.rekey_state_of(tbl);
+    IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % has been started', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Start it with CALL rekey_run.';
     END IF;
     IF st.finished_at IS NOT NULL THEN
         RETURN 0;
     END IF;
-    statements := @extschema@.rekey_statements(tbl, st.time_column, st.time_zone, st.mapping_table);
+    statements := @extschema@.rekey_statements(tbl, st.time_column, st.time_zone,
+                                               @extschema@.rekey_name(st.mapping_table));
     EXECUTE statements[1] INTO keys USING st.high_water, batch_size;
     IF keys IS NULL THEN
         UPDATE @extschema@.rekey_state s
@@ -803,10 +964,12 @@ BEGIN
     END IF;
     EXECUTE statements[2] USING keys, st.fallback_time, st.batches + 1;
     EXECUTE statements[3] INTO changed USING keys;
-    IF changed[1] < cardinality(keys) THEN
-        -- The keys are locked, so this cannot happen short of a bug: never commit a partial batch.
-        RAISE EXCEPTION 'rekey of %: % keys locked but % rewritten', tbl, cardinality(keys), changed[1]
-            USING ERRCODE = 'internal_error';
+    IF changed[1] <> cardinality(keys) THEN
+        -- The keys are locked, so only a BEFORE UPDATE trigger that keeps or changes the key can do
+        -- this: never commit such a batch, whose mapping would name keys that exist nowhere.
+        RAISE EXCEPTION 'rekey of %: % keys locked but % of them changed to their new key', tbl, cardinality(keys), changed[1]
+            USING ERRCODE = 'triggered_action_exception',
+                  HINT = 'A trigger on the table changes the key on UPDATE; disable it for the rekey.';
     END IF;
     UPDATE @extschema@.rekey_state s
        SET keys_done = s.keys_done + cardinality(keys), run_keys_done = s.run_keys_done + cardinality(keys),
@@ -830,16 +993,16 @@ $body$;
 CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NULL,
                                        batch_size integer DEFAULT 10000, pause interval DEFAULT '0',
                                        lock_timeout interval DEFAULT '1s', max_retries integer DEFAULT 10,
-                                       fallback_time timestamptz DEFAULT '1970-01-01 00:00:00+00',
+                                       fallback_time timestamptz DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false, mapping_table text DEFAULT NULL,
                                        in_one_transaction boolean DEFAULT false, max_batches bigint DEFAULT NULL)
     LANGUAGE plpgsql
     AS $body$
 DECLARE
-    committing boolean := @extschema@.rekey_can_commit() AND NOT coalesce(in_one_transaction, false);
+    committing boolean := @extschema@.rekey_can_commit() AND NOT in_one_transaction;
     -- 'reky' in the high half, the table in the low half; rekey_status_rows looks for it.
     lock_key bigint := (1919249273::bigint << 32) | tbl::oid::bigint;
-    lock_ms text := (extract(epoch FROM lock_timeout) * 1000)::bigint::text || 'ms';
+    lock_ms text := (extract(epoch FROM lock_timeout) * 1000)::numeric(20)::text || 'ms';
     saved_timeout text := current_setting('lock_timeout');
     holder integer;
     st @extschema@.rekey_state;
@@ -855,21 +1018,39 @@ BEGIN
     ELSIF batch_size IS NULL OR batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     ELSIF max_retries IS NULL OR max_retries < 0 OR pause IS NULL OR pause < interval '0'
-          OR lock_timeout IS NULL OR lock_timeout < interval '0' OR fallback_time IS NULL THEN
-        RAISE EXCEPTION 'max_retries, pause, lock_timeout and fallback_time must be given and not negative'
+          OR lock_timeout IS NULL OR lock_timeout < interval '0' OR lock_timeout >= interval '24 days'
+          OR max_batches < 0 OR in_one_transaction IS NULL OR fire_triggers IS NULL THEN
+        RAISE EXCEPTION 'max_retries, pause, lock_timeout (under 24 days) and max_batches must not be negative, nor NULL but max_batches'
             USING ERRCODE = 'invalid_parameter_value';
+    ELSIF fallback_time < '1970-01-01 00:00:00+00' OR fallback_time >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'fallback_time % is not a time a UUIDv7 can carry', fallback_time
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Give a time from 1970-01-01 to 9999-12-31.';
     END IF;
-    IF NOT @extschema@.rekey_can_commit() AND NOT coalesce(in_one_transaction, false) THEN
+    IF NOT @extschema@.rekey_can_commit() AND NOT in_one_transaction THEN
         RAISE EXCEPTION 'rekey_run must be called by a CALL of its own, outside a transaction block'
             USING ERRCODE = 'active_sql_transaction',
                   DETAIL = 'It commits after each batch, so that no lock is held longer than one batch; inside a transaction block, a function or a block with an exception handler it cannot.',
                   HINT = 'Run the CALL on its own, or pass in_one_transaction => true to rekey every key in the current transaction, which then holds every batch''s locks until it ends.';
+    END IF;
+    -- A batch retried after a lock timeout must see what the other session committed meanwhile,
+    -- which a retry inside one REPEATABLE READ or SERIALIZABLE transaction never does.
+    IF current_setting('transaction_isolation') <> 'read committed'
+       OR (committing AND current_setting('default_transaction_isolation') <> 'read committed') THEN
+        RAISE EXCEPTION 'rekey_run needs the READ COMMITTED isolation level'
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'SET default_transaction_isolation = ''read committed'' in this session first.';
+    END IF;
+    IF committing THEN
+        -- Commits nothing yet; fails here, before the lock is taken, where a COMMIT is refused
+        -- for a reason rekey_can_commit cannot see (a loop over a cursor that is not read-only).
+        COMMIT;
     END IF;
 
     IF committing THEN
         -- A session lock, kept across the batches' commits; released below on every way out.
         -- Already held if this session ran a rekey of tbl that ended in a way that could not release it.
         IF NOT EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+                          AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
                           AND l.classid = 1919249273 AND l.objid = tbl::oid AND l.objsubid = 1)
            AND NOT pg_try_advisory_lock(lock_key) THEN
             holder := -1;
@@ -880,6 +1061,7 @@ BEGIN
     IF holder IS NOT NULL THEN
         SELECT l.pid INTO holder FROM pg_locks l
          WHERE l.locktype = 'advisory' AND l.classid = 1919249273 AND l.objid = tbl::oid AND l.objsubid = 1 AND l.granted
+           AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
          LIMIT 1;
         RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
             USING ERRCODE = 'object_in_use';
@@ -980,32 +1162,36 @@ $body$;
 -- Progress of every rekey the caller may see, from any session: what rekey_run reports per batch.
 -- A function under the view so that the rows are read with the caller's privileges (and row-level
 -- security), not the view owner's: views run as their owner before PostgreSQL 15's
--- security_invoker.
+-- security_invoker. Running means that a session holds the table's rekey lock and is busy; a
+-- session that holds it idle (after a run that failed at a COMMIT) is not running it.
 CREATE FUNCTION @extschema@.rekey_status_rows()
-    RETURNS TABLE (table_name text, key_column name, state text, pass integer, keys_done bigint,
+    RETURNS TABLE (table_name regclass, key_column name, state text, pass integer, keys_done bigint,
                    keys_total bigint, percent_done numeric, keys_per_second numeric, time_left interval,
                    batches bigint, runs integer, started_at timestamptz, last_batch_at timestamptz,
-                   finished_at timestamptz, runner_pid integer, mapping_table text)
+                   finished_at timestamptz, runner_pid integer, mapping_table regclass)
     LANGUAGE sql STABLE PARALLEL RESTRICTED
     AS $body$
-SELECT s.table_name, s.key_column,
+SELECT s.relid::regclass, s.key_column,
        CASE WHEN l.pid IS NOT NULL THEN 'running' WHEN s.finished_at IS NOT NULL THEN 'finished' ELSE 'stopped' END,
        s.pass, s.keys_done, s.keys_total,
        round(100.0 * s.keys_done / greatest(s.keys_total, 1), 1),
        round(r.rate::numeric),
        CASE WHEN l.pid IS NOT NULL AND r.rate > 0
             THEN make_interval(secs => round(((s.keys_total - s.keys_done) / r.rate)::numeric)) END,
-       s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table
+       s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
   FROM @extschema@.rekey_state s
   CROSS JOIN LATERAL (
       SELECT CASE WHEN s.last_batch_at > s.run_started_at
                   THEN s.run_keys_done / extract(epoch FROM s.last_batch_at - s.run_started_at) END AS rate) r
   LEFT JOIN LATERAL (
       SELECT lk.pid FROM pg_locks lk
+        LEFT JOIN pg_stat_activity a ON a.pid = lk.pid
        WHERE lk.locktype = 'advisory' AND lk.classid = 1919249273 AND lk.objid = s.relid
          AND lk.objsubid = 1 AND lk.granted
+         AND lk.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+         AND (a.state IS NULL OR a.state = 'active')
        LIMIT 1) l ON true
- ORDER BY s.table_name
+ ORDER BY s.relid::regclass::text
 $body$;
 
 CREATE VIEW @extschema@.rekey_status AS SELECT * FROM @extschema@.rekey_status_rows();
@@ -1013,20 +1199,20 @@ GRANT SELECT ON @extschema@.rekey_status TO PUBLIC;
 
 -- The new key of an old key of tbl, from its mapping table; a key that was never rekeyed (or is
 -- already new) comes back unchanged, so that callers holding keys of either kind can always call
--- it: WHERE id = rekey_translate('orders', $1).
+-- it: WHERE id = rekey_translate('orders', $1). The caller needs SELECT on the mapping table.
 CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     AS $body$
 DECLARE
-    mapping text;
+    st @extschema@.rekey_state := @extschema@.rekey_state_of(tbl);
     translated uuid;
 BEGIN
-    SELECT s.mapping_table INTO mapping FROM @extschema@.rekey_state s WHERE s.relid = tbl;
-    IF mapping IS NULL THEN
+    IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key = $1', mapping) INTO translated USING old_key;
+    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key = $1', @extschema@.rekey_name(st.mapping_table))
+       INTO translated USING old_key;
     RETURN coalesce(translated, old_key);
 END
 $body$;
@@ -1049,9 +1235,11 @@ DECLARE
     m bigint;
     reasons text[];
     time_expr text;
+    mapping text;
 BEGIN
-    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl;
-    IF NOT FOUND THEN
+    st := @extschema@.rekey_state_of(tbl);
+    mapping := @extschema@.rekey_name(st.mapping_table);
+    IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
 
@@ -1060,7 +1248,8 @@ BEGIN
     detail := format('%s keys rekeyed in %s batches and %s runs', st.keys_done, st.batches, st.runs);
     RETURN NEXT;
 
-    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4', tbl, '@extschema@', key)
+    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
+                   @extschema@.rekey_name(tbl), '@extschema@', key)
        INTO n;
     check_name := format('version-4 keys in %s.%I', tbl, key);
     IF n = 0 THEN
@@ -1071,7 +1260,7 @@ BEGIN
         reasons := '{}';
         FOR k IN EXECUTE format('SELECT t.%1$I AS key, EXISTS (SELECT FROM %2$s m WHERE m.old_key = t.%1$I) AS mapped'
                                 ' FROM ONLY %3$s t WHERE %4$s.uuid_extract_version(t.%1$I) = 4 ORDER BY 1 LIMIT 10',
-                                key, st.mapping_table, tbl, '@extschema@')
+                                key, mapping, @extschema@.rekey_name(tbl), '@extschema@')
         LOOP
             reasons := reasons || format('%s: %s', k.key,
                 CASE WHEN k.mapped THEN 'an old key, inserted again after its row was rekeyed'
@@ -1089,7 +1278,8 @@ BEGIN
             status := 'failed';
             detail := format('of type %s, not uuid', r.atttype);
         ELSE
-            EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4', r.relid, '@extschema@', r.attname)
+            EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
+                           @extschema@.rekey_name(r.relid), '@extschema@', r.attname)
                INTO n;
             status := CASE WHEN n = 0 THEN 'ok' WHEN st.finished_at IS NULL THEN 'not finished' ELSE 'failed' END;
             detail := CASE WHEN n = 0 THEN 'none left' ELSE n || ' left, referencing version-4 keys' END;
@@ -1099,9 +1289,9 @@ BEGIN
 
     FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
         EXECUTE format('SELECT count(*) FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
-                       r.referencing_table,
+                       @extschema@.rekey_name(r.referencing_table),
                        (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
-                       r.referenced_table,
+                       @extschema@.rekey_name(r.referenced_table),
                        (SELECT string_agg(format('c.%I = p.%I', f, t), ' AND ')
                           FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)))
            INTO n;
@@ -1112,19 +1302,21 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 
-    FOR r IN SELECT e.key AS name, e.value::bigint AS before FROM jsonb_each_text(st.snapshot -> 'rows') e ORDER BY 1 LOOP
-        check_name := format('rows of %s', r.name);
-        IF to_regclass(r.name) IS NULL THEN
+    FOR r IN SELECT e.key::oid AS relid, e.value::bigint AS before FROM jsonb_each_text(st.snapshot -> 'rows') e
+              ORDER BY e.key::oid::regclass::text LOOP
+        IF @extschema@.rekey_name(r.relid) IS NULL THEN
+            check_name := format('rows of the table with OID %s', r.relid);
             status := 'changed';
             detail := 'the table is gone';
         ELSE
-            EXECUTE format('SELECT count(*) FROM ONLY %s', r.name) INTO n;
+            check_name := format('rows of %s', r.relid::regclass);
+            EXECUTE format('SELECT count(*) FROM ONLY %s', @extschema@.rekey_name(r.relid)) INTO n;
             status := CASE WHEN n = r.before THEN 'ok' ELSE 'changed' END;
             detail := format('%s at the start, %s now', r.before, n);
         END IF;
         RETURN NEXT;
     END LOOP;
-    FOR r IN SELECT f.*, (st.snapshot -> 'joins' ->> (f.constraint_name || ' on ' || f.referencing_table::text))::bigint AS before
+    FOR r IN SELECT f.*, (st.snapshot -> 'joins' ->> f.constraint_id::text)::bigint AS before
                FROM @extschema@.rekey_references(tbl) f
     LOOP
         EXECUTE @extschema@.rekey_join_count_query(r.referencing_table, r.referencing_columns,
@@ -1137,9 +1329,9 @@ BEGIN
 
     EXECUTE format('SELECT count(*) AS mapped, count(*) FILTER (WHERE EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I = m.old_key)) AS reused,'
                    ' count(*) FILTER (WHERE NOT EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I = m.new_key)) AS deleted FROM %3$s m',
-                   tbl, key, st.mapping_table)
+                   @extschema@.rekey_name(tbl), key, mapping)
        INTO r;
-    check_name := format('mapping %s', st.mapping_table);
+    check_name := format('mapping %s', st.mapping_table::regclass);
     status := CASE WHEN r.mapped <> st.keys_done OR r.reused > 0 THEN 'failed'
                    WHEN r.deleted > 0 THEN 'changed' ELSE 'ok' END;
     detail := format('%s old keys mapped (%s counted by the runs), %s old keys in use again, %s new keys deleted since',
@@ -1155,7 +1347,7 @@ BEGIN
         EXECUTE format('SELECT count(*), count(*) FILTER (WHERE %1$s.uuid_extract_timestamp(t.%2$I) IS DISTINCT FROM'
                        ' date_trunc(''milliseconds'', CASE WHEN %3$s >= ''1970-01-01 00:00:00+00'' AND %3$s < ''10000-01-01 00:00:00+00'''
                        ' THEN %3$s ELSE $1 END)) FROM ONLY %4$s t JOIN %5$s m ON m.new_key = t.%2$I',
-                       '@extschema@', key, time_expr, tbl, st.mapping_table)
+                       '@extschema@', key, time_expr, @extschema@.rekey_name(tbl), mapping)
            INTO n, m USING st.fallback_time;
         check_name := format('key times from %I', st.time_column);
         status := CASE WHEN m = 0 THEN 'ok' ELSE 'changed' END;
@@ -1174,16 +1366,18 @@ CREATE FUNCTION @extschema@.rekey_forget(tbl regclass)
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
     AS $body$
 DECLARE
-    mapping text;
+    mapping oid;
 BEGIN
     IF EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 1919249273
-                  AND l.objid = tbl::oid AND l.objsubid = 1 AND l.granted) THEN
+                  AND l.objid = tbl::oid AND l.objsubid = 1 AND l.granted
+                  AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())) THEN
         RAISE EXCEPTION 'a session is rekeying % now', tbl USING ERRCODE = 'object_in_use';
     END IF;
     DELETE FROM @extschema@.rekey_state s WHERE s.relid = tbl RETURNING s.mapping_table INTO mapping;
     IF mapping IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    RETURN format('forgot the rekey of %s; the mapping table %s stays until you drop it', tbl, mapping);
+    RETURN format('forgot the rekey of %s; the mapping table %s stays until you drop it', tbl,
+                  coalesce(mapping::regclass::text, '(gone)'));
 END
 $body$;

@@ -300,7 +300,7 @@ fn assess_plan_switch_rekey_verify() {
     // Switch, then rekey both tables.
     assert_eq!(
         one_string(&mut c, "SELECT rekey_switch_default('customers')"),
-        "ALTER TABLE customers ALTER COLUMN id SET DEFAULT public.uuidv7()"
+        "ALTER TABLE public.customers ALTER COLUMN id SET DEFAULT public.uuidv7()"
     );
     assert!(
         one_string(&mut c, "SELECT rekey_switch_default('customers')").starts_with("unchanged")
@@ -328,7 +328,7 @@ fn assess_plan_switch_rekey_verify() {
     let status = c
         .query_one(
             "SELECT state, keys_done, keys_total, percent_done::text, batches
-               FROM rekey_status WHERE table_name = 'orders'",
+               FROM rekey_status WHERE table_name = 'orders'::regclass",
             &[],
         )
         .unwrap();
@@ -420,7 +420,7 @@ fn terminated_mid_batch_then_resumed() {
     }
     let status = c
         .query_one(
-            "SELECT state, keys_done, runner_pid FROM rekey_status WHERE table_name = 'customers'",
+            "SELECT state, keys_done, runner_pid FROM rekey_status WHERE table_name = 'customers'::regclass",
             &[],
         )
         .unwrap();
@@ -440,7 +440,7 @@ fn terminated_mid_batch_then_resumed() {
     let started = Instant::now();
     while one_string(
         &mut c,
-        "SELECT state FROM rekey_status WHERE table_name = 'customers'",
+        "SELECT state FROM rekey_status WHERE table_name = 'customers'::regclass",
     ) != "stopped"
     {
         assert!(started.elapsed() < Duration::from_secs(30), "still running");
@@ -460,7 +460,7 @@ fn terminated_mid_batch_then_resumed() {
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT keys_done FROM rekey_state WHERE table_name = 'customers'"
+            "SELECT keys_done FROM rekey_state WHERE relid = 'customers'::regclass"
         ),
         2_500
     );
@@ -477,7 +477,7 @@ fn terminated_mid_batch_then_resumed() {
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT runs::int8 FROM rekey_state WHERE table_name = 'customers'"
+            "SELECT runs::int8 FROM rekey_state WHERE relid = 'customers'::regclass"
         ),
         2
     );
@@ -868,7 +868,8 @@ fn wrong_use_is_refused_before_anything_changes() {
     );
     nothing_changed(&mut c);
 
-    // Insufficient privileges: a role that may update customers but not orders, which follows.
+    // Insufficient privileges: a role that may update customers, but is not its owner and may not
+    // update orders, which follows.
     c.batch_execute(
         "DROP ROLE IF EXISTS rekey_clerk; CREATE ROLE rekey_clerk;
          GRANT SELECT, UPDATE ON customers TO rekey_clerk; GRANT SELECT ON orders TO rekey_clerk;
@@ -883,26 +884,52 @@ fn wrong_use_is_refused_before_anything_changes() {
         "CALL rekey_run('customers', 'created_at', fire_triggers => true)",
     );
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
-    assert!(
-        message
-            .contains("permission denied: you cannot read and update column customer_id of orders"),
-        "{message}"
-    );
+    for words in [
+        "cannot rekey customers: permission denied: only the owner of customers (postgres) or a member of its role may rekey it",
+        "permission denied: you cannot read and update column customer_id of orders",
+    ] {
+        assert!(message.contains(words), "{message}");
+    }
     let (got, message) = error_of(&mut c, "SELECT rekey_switch_default('orders')");
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    // Nor can it write the state of the table, which it may update, behind the toolkit's back.
+    let (got, message) = error_of(
+        &mut c,
+        "INSERT INTO rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
+                                  mapping_table, keys_total, started_at, run_started_at, snapshot)
+         VALUES ('customers'::regclass, 0, 'id', 'created_at', 'UTC', now(), 'customers'::regclass, 0, now(), now(), '{}')",
+    );
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    assert!(message.contains("row-level security"), "{message}");
     c.batch_execute("RESET ROLE").unwrap();
     nothing_changed(&mut c);
 
-    // With the trigger acknowledged and the privileges there, the same role can run it; it sees
-    // its own rekey in rekey_status, and a role that may not read customers does not.
+    // The owner can run it, with the trigger acknowledged and update rights on the tables that
+    // follow; the mapping table is the owner's. It sees its own rekey in rekey_status; a role that
+    // may not read customers does not, and cannot change or forget it.
     c.batch_execute(
-        "GRANT SELECT, UPDATE ON orders, visits TO rekey_clerk; GRANT INSERT ON audit TO rekey_clerk;
+        "ALTER TABLE customers OWNER TO rekey_clerk;
+         GRANT SELECT, UPDATE ON orders, visits TO rekey_clerk; GRANT INSERT ON audit TO rekey_clerk;
          SET ROLE rekey_clerk",
     )
     .unwrap();
     c.batch_execute("CALL rekey_run('customers', 'created_at', fire_triggers => true)")
         .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM rekey_status WHERE state = 'finished'"
+        ),
+        1
+    );
     c.batch_execute("RESET ROLE").unwrap();
+    assert_eq!(
+        one_string(
+            &mut c,
+            "SELECT tableowner::text FROM pg_tables WHERE tablename = 'customers_rekey_map'"
+        ),
+        "rekey_clerk"
+    );
     assert_eq!(one_i64(&mut c, "SELECT count(*) FROM audit"), 300);
     assert_verified(&mut c, "customers");
     c.batch_execute(
@@ -912,7 +939,6 @@ fn wrong_use_is_refused_before_anything_changes() {
     assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_status"), 0);
     let (got, _) = error_of(&mut c, "SELECT rekey_forget('customers')");
     assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE);
-    // Row-level security: the state of a table the role may not update is not its to change.
     assert_eq!(
         c.execute("UPDATE rekey_state SET keys_done = 0", &[])
             .unwrap(),
@@ -922,7 +948,7 @@ fn wrong_use_is_refused_before_anything_changes() {
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT keys_done FROM rekey_state WHERE table_name = 'customers'"
+            "SELECT keys_done FROM rekey_state WHERE relid = 'customers'::regclass"
         ),
         300
     );
@@ -1040,4 +1066,307 @@ fn every_on_update_action_follows() {
         2000
     );
     assert_verified(&mut c, "parent");
+}
+
+/// The state and the mapping table cannot be supplied by anyone but the table's owner, and no
+/// stored or given name is ever run as SQL: a mapping table made beforehand by another role, a
+/// view, a table made for another table, or SQL in the mapping table's name are all refused.
+#[test]
+fn state_and_mapping_cannot_be_planted() {
+    let mut c = fresh_db("t_rekey_planted");
+    create_shop(&mut c, 200);
+    c.batch_execute(
+        "SELECT rekey_switch_default('customers');
+         DROP ROLE IF EXISTS rekey_mallory; CREATE ROLE rekey_mallory;
+         GRANT SELECT, UPDATE (note) ON customers TO rekey_mallory;
+         GRANT CREATE ON SCHEMA public TO rekey_mallory;
+         SET ROLE rekey_mallory;
+         CREATE TABLE customers_rekey_map (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL);
+         GRANT ALL ON customers_rekey_map TO PUBLIC;
+         RESET ROLE",
+    )
+    .unwrap();
+    let untouched = one_string(&mut c, EVERYTHING);
+    let (got, message) = error_of(&mut c, "CALL rekey_run('customers', 'created_at')");
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert!(
+        message.contains(
+            "public.customers_rekey_map is owned by rekey_mallory, not by postgres, the owner of customers"
+        ),
+        "{message}"
+    );
+    c.batch_execute("DROP TABLE customers_rekey_map").unwrap();
+    c.batch_execute(
+        "CREATE VIEW fake_map AS SELECT NULL::uuid AS old_key, NULL::uuid AS new_key, NULL::bigint AS batch",
+    )
+    .unwrap();
+    let (_, message) = error_of(
+        &mut c,
+        "CALL rekey_run('customers', 'created_at', mapping_table => 'fake_map')",
+    );
+    assert!(
+        message.contains("public.fake_map is not a plain table"),
+        "{message}"
+    );
+    // A name is only ever a name.
+    let (_, message) = error_of(
+        &mut c,
+        "CALL rekey_run('customers', 'created_at', mapping_table => 'x; DROP TABLE orders')",
+    );
+    assert!(
+        message.contains("invalid name syntax")
+            || message.contains("string is not a valid identifier"),
+        "{message}"
+    );
+    assert_eq!(one_string(&mut c, EVERYTHING), untouched);
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+
+    // The mapping table of another table is not adopted either.
+    c.batch_execute(
+        "CREATE TABLE other_t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO other_t DEFAULT VALUES",
+    )
+    .unwrap();
+    c.batch_execute("CALL rekey_run('other_t', 'at', mapping_table => 'shared_map')")
+        .unwrap();
+    let (_, message) = error_of(
+        &mut c,
+        "CALL rekey_run('customers', 'created_at', mapping_table => 'shared_map')",
+    );
+    assert!(
+        message.contains("public.shared_map exists and is not the mapping table of customers"),
+        "{message}"
+    );
+    assert_eq!(one_string(&mut c, EVERYTHING), untouched);
+}
+
+/// Long table names that share their first 53 characters get distinct mapping tables or a clear
+/// refusal, never a shared one; and a rekey begun under one search_path resumes, translates and
+/// verifies under another with the same tables.
+#[test]
+fn names_hold_whatever_the_search_path() {
+    let mut c = fresh_db("t_rekey_names");
+    let long = "customer_subscription_billing_period_adjustment_entries";
+    c.batch_execute(&format!(
+        "CREATE SCHEMA shop; CREATE SCHEMA other;
+         CREATE TABLE shop.orders (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL);
+         CREATE TABLE shop.items (order_id uuid NOT NULL REFERENCES shop.orders, n int);
+         CREATE INDEX ON shop.items (order_id);
+         CREATE TABLE other.items (order_id uuid, n int);
+         CREATE TABLE other.orders_map (old_key uuid, new_key uuid, batch bigint);
+         INSERT INTO shop.orders SELECT gen_random_uuid(), '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+           FROM generate_series(1, 100) i;
+         INSERT INTO shop.items SELECT id, 1 FROM shop.orders;
+         INSERT INTO other.items VALUES (gen_random_uuid(), 1);
+         SELECT rekey_switch_default('shop.orders');
+         CREATE TABLE {long}s (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE {long}z (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now())"
+    ))
+    .unwrap();
+    c.batch_execute(&format!("CALL rekey_run('{long}s', 'at')"))
+        .unwrap();
+    let (_, message) = error_of(&mut c, &format!("CALL rekey_run('{long}z', 'at')"));
+    assert!(message.contains("is not the mapping table of"), "{message}");
+
+    c.batch_execute("SET search_path = shop, public").unwrap();
+    c.batch_execute(
+        "CALL rekey_run('orders', 'at', batch_size => 10, mapping_table => 'orders_map', max_batches => 3)",
+    )
+    .unwrap();
+    c.batch_execute("SET search_path = other, shop, public")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('shop.orders', batch_size => 10)")
+        .unwrap();
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM shop.orders_map"), 100);
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM other.orders_map"), 0);
+    for path in ["other, shop, public", "public", "shop, public"] {
+        c.batch_execute(&format!("SET search_path = {path}"))
+            .unwrap();
+        let bad: Vec<(String, String, String)> = c
+            .query(
+                "SELECT check_name, status, detail FROM public.rekey_verify('shop.orders') WHERE status <> 'ok'",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        assert!(bad.is_empty(), "{path}: {bad:#?}");
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM shop.orders_map m
+                  WHERE public.rekey_translate('shop.orders', m.old_key) <> m.new_key"
+            ),
+            0
+        );
+    }
+}
+
+/// Refused before anything changes and before the lock is taken: a time that a UUIDv7 cannot
+/// carry as the fallback, or one other than the recorded; an isolation level under which a retried
+/// batch could never see what blocked it; a COMMIT refused for a reason rekey_can_commit cannot
+/// see (a loop over a cursor that is not read-only); parameters out of range on a finished rekey.
+#[test]
+fn refused_before_the_lock() {
+    let mut c = fresh_db("t_rekey_refused");
+    create_shop(&mut c, 100);
+    c.batch_execute(
+        "SELECT rekey_switch_default('customers'); CREATE TABLE q (n int); INSERT INTO q VALUES (1)",
+    )
+    .unwrap();
+    let untouched = one_string(&mut c, EVERYTHING);
+    let own_locks =
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+    for (sql, state, words) in [
+        (
+            "CALL rekey_run('customers', 'created_at', fallback_time => 'infinity')",
+            SqlState::INVALID_PARAMETER_VALUE,
+            "fallback_time infinity is not a time a UUIDv7 can carry",
+        ),
+        (
+            "CALL rekey_run('customers', 'created_at', lock_timeout => '30 days')",
+            SqlState::INVALID_PARAMETER_VALUE,
+            "lock_timeout (under 24 days)",
+        ),
+        (
+            "DO $$DECLARE r record; BEGIN FOR r IN UPDATE q SET n = n + 1 RETURNING n LOOP \
+             CALL rekey_run('customers', 'created_at'); END LOOP; END$$",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "cannot perform transaction commands inside a cursor loop that is not read-only",
+        ),
+    ] {
+        let (got, message) = error_of(&mut c, sql);
+        assert_eq!(got, state, "{sql}: {message}");
+        assert!(message.contains(words), "{sql}: {message}");
+        assert_eq!(one_i64(&mut c, own_locks), 0, "{sql}");
+    }
+    c.batch_execute("SET default_transaction_isolation = 'repeatable read'")
+        .unwrap();
+    let (got, message) = error_of(&mut c, "CALL rekey_run('customers', 'created_at')");
+    assert_eq!(got, SqlState::INVALID_TRANSACTION_STATE, "{message}");
+    assert!(
+        message.contains("needs the READ COMMITTED isolation level"),
+        "{message}"
+    );
+    c.batch_execute("RESET default_transaction_isolation")
+        .unwrap();
+    assert_eq!(one_string(&mut c, EVERYTHING), untouched);
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+
+    c.batch_execute("CALL rekey_run('customers', 'created_at', fallback_time => '2001-01-01 UTC')")
+        .unwrap();
+    let (got, message) = error_of(
+        &mut c,
+        "CALL rekey_run('customers', fallback_time => '2002-01-01 UTC')",
+    );
+    assert_eq!(got, SqlState::INVALID_PARAMETER_VALUE, "{message}");
+    let (got, _) = error_of(&mut c, "CALL rekey_run('customers', max_batches => -1)");
+    assert_eq!(got, SqlState::INVALID_PARAMETER_VALUE);
+    assert_eq!(
+        one_string(&mut c, "SELECT state FROM rekey_status"),
+        "finished"
+    );
+}
+
+/// A BEFORE UPDATE trigger that keeps the old key (acknowledged with fire_triggers) stops the
+/// batch: never a mapping to keys that exist nowhere.
+#[test]
+fn a_trigger_keeping_the_key_stops_the_batch() {
+    let mut c = fresh_db("t_rekey_trigger_keeps");
+    c.batch_execute(
+        "CREATE TABLE t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL);
+         INSERT INTO t SELECT gen_random_uuid(), now() FROM generate_series(1, 10);
+         CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN NEW.id := OLD.id; RETURN NEW; END';
+         CREATE TRIGGER keep BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION keep()",
+    )
+    .unwrap();
+    let (got, message) = error_of(
+        &mut c,
+        "CALL rekey_run('t', 'at', fire_triggers => true, max_retries => 0)",
+    );
+    assert_eq!(got, SqlState::TRIGGERED_ACTION_EXCEPTION, "{message}");
+    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM t_rekey_map"), 0);
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM t WHERE uuid_extract_version(id) = 4"
+        ),
+        10
+    );
+}
+
+/// Forgotten and started again, a rekey adopts its own mapping table and counts what it holds;
+/// a recorded rekey whose table lost its primary key (as a dropped table whose OID came back would)
+/// is refused until forgotten.
+#[test]
+fn forget_and_start_again() {
+    let mut c = fresh_db("t_rekey_forget");
+    create_shop(&mut c, 300);
+    c.batch_execute("SELECT rekey_switch_default('customers')")
+        .unwrap();
+    c.batch_execute(
+        "CALL rekey_run('customers', 'created_at', batch_size => 50, max_batches => 2)",
+    )
+    .unwrap();
+    assert!(one_string(&mut c, "SELECT rekey_forget('customers')").starts_with("forgot"));
+    c.batch_execute("CALL rekey_run('customers', 'created_at', batch_size => 50)")
+        .unwrap();
+    assert_verified(&mut c, "customers");
+    assert_eq!(one_i64(&mut c, "SELECT keys_done FROM rekey_state"), 300);
+
+    c.batch_execute(
+        "ALTER TABLE orders DROP CONSTRAINT orders_customer_id_fkey;
+         ALTER TABLE customers DROP CONSTRAINT customers_referred_by_fkey;
+         ALTER TABLE customers DROP CONSTRAINT customers_pkey;
+         ALTER TABLE customers ADD PRIMARY KEY (id)",
+    )
+    .unwrap();
+    let (got, message) = error_of(
+        &mut c,
+        "SELECT rekey_translate('customers', gen_random_uuid())",
+    );
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert!(
+        message.contains("was of another table with the same OID"),
+        "{message}"
+    );
+    c.batch_execute("SELECT rekey_forget('customers')").unwrap();
+}
+
+/// Rekey locks are per database: a database copied from another (its tables have the same OIDs)
+/// running a rekey does not show as running here, nor stop a rekey_forget here.
+#[test]
+fn status_is_per_database() {
+    let mut c = fresh_db("t_rekey_db_a");
+    create_shop(&mut c, 50);
+    c.batch_execute("SELECT rekey_switch_default('customers')")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('customers', 'created_at', max_batches => 0)")
+        .unwrap();
+    drop(c);
+    let mut admin = connect_to("postgres");
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS t_rekey_db_b WITH (FORCE)")
+        .unwrap();
+    // Waits (up to 5 s) for the session just closed to leave the template.
+    admin
+        .batch_execute("CREATE DATABASE t_rekey_db_b TEMPLATE t_rekey_db_a")
+        .unwrap();
+    let mut b = connect_to("t_rekey_db_b");
+    b.batch_execute(
+        "BEGIN; CALL rekey_run('customers', max_batches => 0, in_one_transaction => true)",
+    )
+    .unwrap();
+    let mut a = connect_to("t_rekey_db_a");
+    assert_eq!(
+        one_string(&mut a, "SELECT state FROM rekey_status"),
+        "stopped"
+    );
+    assert_eq!(
+        one_string(&mut b, "SELECT state FROM rekey_status"),
+        "running"
+    );
+    a.batch_execute("SELECT rekey_forget('customers')").unwrap();
+    b.batch_execute("ROLLBACK").unwrap();
 }
