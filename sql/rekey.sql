@@ -75,21 +75,66 @@ CREATE POLICY rekey_state_delete ON @extschema@.rekey_state FOR DELETE
     USING (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
 GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.rekey_state TO PUBLIC;
 
+-- The same rule for roles that bypass row-level security: a trigger, which they do not bypass.
+CREATE FUNCTION @extschema@.rekey_state_guard()
+    RETURNS trigger
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+DECLARE
+    rel oid := CASE WHEN TG_OP = 'INSERT' THEN NEW.relid ELSE OLD.relid END;
+BEGIN
+    IF NOT coalesce(pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = rel), 'USAGE'), false)
+       AND NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user) THEN
+        RAISE EXCEPTION 'only the owner of the table (OID %) may change the record of its rekey', rel
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF TG_OP = 'UPDATE' AND NEW.relid <> OLD.relid THEN
+        RAISE EXCEPTION 'the record of a rekey cannot move to another table' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END
+$body$;
+
+CREATE TRIGGER rekey_state_guard BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.rekey_state
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.rekey_state_guard();
+
 -- A relation's name, schema-qualified and quoted whatever the search_path: how every statement
 -- here names a table it runs against. NULL when there is no such relation.
 CREATE FUNCTION @extschema@.rekey_name(relid oid)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT format('%I.%I', n.nspname, c.relname)
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE c.oid = relid
 $body$;
 
+-- The session that holds the rekey lock of a table in this database and may rekey it (a member of
+-- the owner's role: anyone can take an advisory lock, so a holder without that right neither
+-- counts as a runner nor stops one), or NULL; with busy_only, only while it runs a statement.
+CREATE FUNCTION @extschema@.rekey_runner(relid oid, busy_only boolean)
+    RETURNS integer
+    LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT l.pid
+  FROM pg_locks l
+  JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted
+   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+   AND l.classid = 1919249273::oid AND l.objid = relid AND l.objsubid = 1::smallint
+   AND pg_has_role(a.usesysid, (SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE')
+   AND (NOT busy_only OR a.state IS NULL OR a.state <> 'idle')
+ LIMIT 1
+$body$;
+
 -- The key: a primary key of exactly one uuid column, or a clear error.
 CREATE FUNCTION @extschema@.rekey_key_column(tbl regclass)
     RETURNS name
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key_columns name[];
@@ -124,6 +169,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_columns(tbl regclass)
     RETURNS TABLE (relid regclass, attnum smallint, attname name, atttype regtype, depth integer)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 WITH RECURSIVE reach (relid, attnum, depth, path) AS (
     SELECT tbl::oid, a.attnum, 0, ARRAY[tbl::oid::text || ':' || a.attnum]
@@ -149,6 +195,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_column_indexed(relid regclass, attnum smallint)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT EXISTS (
     SELECT FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
@@ -165,6 +212,7 @@ CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
                    is_deferrable boolean, initially_deferred boolean, validated boolean, indexed boolean,
                    constraint_id oid)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 WITH cols AS (SELECT * FROM @extschema@.rekey_columns(tbl))
 SELECT (SELECT min(p.depth) + 1 FROM cols p
@@ -198,6 +246,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_time_expression(tbl regclass, time_column name, time_zone text)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT CASE a.atttypid
          WHEN 'timestamptz'::regtype THEN format('t.%I', a.attname)
@@ -208,14 +257,20 @@ SELECT CASE a.atttypid
  WHERE a.attrelid = tbl AND a.attname = time_column AND a.attnum > 0 AND NOT a.attisdropped
 $body$;
 
--- The mapping table's name, quoted: the given one (parsed as an identifier, perhaps qualified, so
--- that it can only ever name a table), or <table>_rekey_map beside the table.
+-- The mapping table's name, quoted and schema-qualified: the given one (parsed as an identifier,
+-- so that it can only ever name a table; without a schema, in the table's), or <table>_rekey_map
+-- beside the table. Never resolved through the search_path.
 CREATE FUNCTION @extschema@.rekey_mapping_name(tbl regclass, mapping_table text)
     RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT CASE WHEN mapping_table IS NULL
             THEN (SELECT format('%I.%I', n.nspname, left(c.relname, 53) || '_rekey_map')
+                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                   WHERE c.oid = tbl)
+            WHEN cardinality(parse_ident(mapping_table)) = 1
+            THEN (SELECT format('%I.%I', n.nspname, (parse_ident(mapping_table))[1])
                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                    WHERE c.oid = tbl)
             ELSE (SELECT string_agg(quote_ident(p.part), '.' ORDER BY p.n)
@@ -229,6 +284,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_mapping_comment(tbl regclass)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT format('pg_objectid rekey mapping: old -> new keys of relation %s (primary key constraint %s)',
               tbl::oid, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'))
@@ -240,6 +296,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_mapping_problem(tbl regclass, mapping oid)
     RETURNS text
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     m pg_class;
@@ -261,8 +318,17 @@ BEGIN
         RETURN format('%s exists and is not the mapping table of %s (its comment says what it maps)',
                       @extschema@.rekey_name(mapping), tbl);
     ELSIF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = mapping AND NOT t.tgisinternal)
-          OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = mapping) THEN
-        RETURN format('%s has a trigger or rule', @extschema@.rekey_name(mapping));
+          OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = mapping)
+          OR EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = mapping AND k.contype NOT IN ('p', 'u'))
+          OR EXISTS (SELECT FROM pg_index i WHERE i.indrelid = mapping
+                        AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL))
+          OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0
+                        AND (a.atthasdef OR a.attgenerated <> ''))
+          OR m.relrowsecurity THEN
+        -- Code of its own (a trigger, rule, CHECK, index expression, default or policy) would run
+        -- as whoever inserts into or reads the mapping table.
+        RETURN format('%s has a trigger, rule, constraint, index expression, default or row-level security of its own',
+                      @extschema@.rekey_name(mapping));
     END IF;
     RETURN NULL;
 END
@@ -274,6 +340,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_state_of(tbl regclass)
     RETURNS @extschema@.rekey_state
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     st @extschema@.rekey_state;
@@ -297,18 +364,22 @@ BEGIN
 END
 $body$;
 
--- The three statements of a batch, exactly as rekey_batch runs them and rekey_plan shows them:
---   [1] lock the next keys: $1 the high-water key, $2 the batch size; returns the keys in order;
---   [2] map them: $1 the keys, $2 the fallback time, $3 the batch number;
---   [3] rewrite the key and every referencing column in one statement: $1 the keys; returns the
+-- The four statements of a batch, exactly as rekey_batch runs them and rekey_plan shows them:
+--   [1] the window: the next keys after $1, the high-water key, at most $2, the batch size, in key
+--       order, whatever their version (so that the walk always goes through the key's index);
+--   [2] lock the window's version-4 keys not yet mapped: $1 the window; returns them in order;
+--   [3] map them: $1 the keys, $2 the fallback time, $3 the batch number;
+--   [4] rewrite the key and every referencing column in one statement: $1 the keys; returns the
 --       rows changed per table, in the order of rekey_columns (for the key's table, the rows whose
---       key became its new key).
+--       key became its new key). The one statement that fires the tables' own triggers, so it runs
+--       under the caller's search_path (rekey_batch), every operator and function in it qualified.
 -- mapping_table is a qualified name (rekey_name of the recorded mapping table, or the one to be
 -- made).
 CREATE FUNCTION @extschema@.rekey_statements(tbl regclass, time_column name, time_zone text,
                                              mapping_table text)
     RETURNS text[]
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -330,36 +401,42 @@ BEGIN
         i := i + 1;
         IF cardinality(r.names) = 1 THEN
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %I = m.new_key FROM %s m WHERE m.old_key = t.%I AND t.%I = ANY ($1) RETURNING %s)',
-                i, @extschema@.rekey_name(r.relid), r.names[1], mapping_table, r.names[1], r.names[1],
+                'u%s AS (UPDATE ONLY %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
+                ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
+                i, @extschema@.rekey_name(r.relid), r.names[1], r.names[1], r.names[1],
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         ELSE
             -- One UPDATE per table, so that no row is changed twice by the statement (a
             -- self-reference, or two columns referencing the key).
             updates := updates || format(
                 'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, @extschema@.rekey_name(r.relid),
-                (SELECT string_agg(format('%1$I = coalesce((SELECT m.new_key FROM %2$s m WHERE m.old_key = t.%1$I), t.%1$I)',
-                                          n, mapping_table), ', ')
+                (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
+                                          ' THEN (SELECT b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%1$I)'
+                                          ' ELSE t.%1$I END', n), ', ')
                    FROM unnest(r.names) n),
-                (SELECT string_agg(format('t.%I = ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
+                (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         END IF;
         -- For the key's table, the rows whose key really became its new key: a BEFORE trigger
         -- could have kept the old one.
         counts := counts || CASE WHEN i = 1
-            THEN format('(SELECT count(*) FROM u1 JOIN %s m ON m.new_key = u1.k WHERE m.old_key = ANY ($1))', mapping_table)
-            ELSE format('(SELECT count(*) FROM u%s)', i) END;
+            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
+            ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
     RETURN ARRAY[
         format('SELECT array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
-               ' WHERE t.%1$I > $1 AND %3$s.uuid_extract_version(t.%1$I) = 4'
-               ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key = t.%1$I)'
-               ' ORDER BY t.%1$I LIMIT $2 FOR UPDATE OF t) s',
+               ' WHERE t.%1$I > $1 ORDER BY t.%1$I LIMIT $2) s',
+               key, @extschema@.rekey_name(tbl)),
+        format('SELECT array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+               ' WHERE t.%1$I = ANY ($1) AND %3$s.uuid_extract_version(t.%1$I) = 4'
+               ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key = t.%1$I) FOR UPDATE OF t) s',
                key, @extschema@.rekey_name(tbl), '@extschema@', mapping_table),
         format('INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, %3$s.uuidv7_at(CASE WHEN %4$s >= ''1970-01-01 00:00:00+00'''
                ' AND %4$s < ''10000-01-01 00:00:00+00'' THEN %4$s ELSE $2 END), $3 FROM ONLY %5$s t WHERE t.%2$I = ANY ($1)',
                mapping_table, key, '@extschema@', time_expr, @extschema@.rekey_name(tbl)),
-        format('WITH %s SELECT ARRAY[%s]', array_to_string(updates, ', '), array_to_string(counts, ', '))
+        format('WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
+               ' %s SELECT ARRAY[%s]',
+               mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '))
     ];
 END
 $body$;
@@ -369,6 +446,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_default_is_v7(tbl regclass)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT coalesce((
     SELECT bool_or(d.adbin::text LIKE format('{FUNCEXPR :funcid %s %%', f.oid))
@@ -388,6 +466,7 @@ CREATE FUNCTION @extschema@.rekey_problems(tbl regclass, time_column name, mappi
                                            fire_triggers boolean DEFAULT false)
     RETURNS SETOF text
     LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -415,12 +494,17 @@ BEGIN
         RETURN NEXT format('permission denied: you cannot read column %s of %s', time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, a.attgenerated,
+    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, a.attgenerated,
                     EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits
                FROM @extschema@.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
     LOOP
+        IF r.relowner <> owner THEN
+            -- Its triggers, CHECK constraints and index expressions would run as whoever rekeys.
+            RETURN NEXT format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
+                               r.relid, r.relowner::regrole, owner::regrole, tbl);
+        END IF;
         IF r.relkind <> 'r' OR r.inherits THEN
             RETURN NEXT format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
                                CASE WHEN r.relkind = 'p' THEN 'partitioned' WHEN r.relkind = 'f' THEN 'a foreign table'
@@ -505,6 +589,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_time_columns(tbl regclass)
     RETURNS name[]
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT coalesce(array_agg(a.attname ORDER BY
            a.attname NOT IN ('created_at', 'created', 'creation_time', 'created_on', 'inserted_at',
@@ -524,6 +609,7 @@ CREATE FUNCTION @extschema@.rekey_assess(tbl regclass)
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
                    foreign_keys text[], time_columns name[], notes text[])
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     stattuple name;
@@ -587,6 +673,7 @@ CREATE FUNCTION @extschema@.rekey_assess_schema(schema_name regnamespace)
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
                    foreign_keys text[], time_columns name[], notes text[])
     LANGUAGE sql VOLATILE STRICT PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT a.*
   FROM pg_class c
@@ -606,6 +693,7 @@ CREATE FUNCTION @extschema@.rekey_plan(tbl regclass, time_column name DEFAULT NU
                                        fire_triggers boolean DEFAULT false)
     RETURNS SETOF text
     LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -725,20 +813,22 @@ BEGIN
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
     END IF;
-    RETURN NEXT format('     then %s batches of up to %s keys, in key order, each in its own transaction:',
-                       (todo + batch_size - 1) / batch_size, batch_size);
+    RETURN NEXT format('     then %s windows of up to %s keys in key order, the version-4 keys of each a batch in its own'
+                       ' transaction (with enable_seqscan off):', (total + batch_size - 1) / batch_size, batch_size);
     IF time_column IS NOT NULL AND @extschema@.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
        AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) c WHERE c.atttype <> 'uuid'::regtype) THEN
         statements := @extschema@.rekey_statements(tbl, time_column, zone, mapping);
         RETURN NEXT '     a. ' || statements[1];
+        RETURN NEXT format('        lock: ACCESS SHARE on %s', tbl);
+        RETURN NEXT '     b. ' || statements[2];
         RETURN NEXT format('        lock: ROW SHARE on %s; the batch''s rows FOR UPDATE, so that updates and deletes of them,'
                            ' and inserts that reference them, wait for the COMMIT', tbl);
-        RETURN NEXT '     b. ' || statements[2];
-        RETURN NEXT format('        lock: ROW EXCLUSIVE on %s', mapping);
         RETURN NEXT '     c. ' || statements[3];
+        RETURN NEXT format('        lock: ROW EXCLUSIVE on %s', mapping);
+        RETURN NEXT '     d. ' || statements[4];
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row',
                            (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM @extschema@.rekey_columns(tbl) c));
-        RETURN NEXT format('     d. UPDATE %s.rekey_state (progress), COMMIT, then the pause; a lock not granted within'
+        RETURN NEXT format('     e. UPDATE %s.rekey_state (progress), COMMIT, then the pause; a lock not granted within'
                            ' lock_timeout rolls the batch back and retries it', '@extschema@');
     ELSE
         RETURN NEXT '     (the statements depend on the time column)';
@@ -769,6 +859,7 @@ CREATE FUNCTION @extschema@.rekey_switch_default(tbl regclass, lock_timeout inte
                                                  attempts integer DEFAULT 50)
     RETURNS text
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -813,6 +904,7 @@ CREATE FUNCTION @extschema@.rekey_start(tbl regclass, time_column name, fallback
                                         fire_triggers boolean, mapping_table text)
     RETURNS @extschema@.rekey_state
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -827,6 +919,11 @@ DECLARE
     r record;
     n bigint;
 BEGIN
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION 'cannot rekey %: permission denied: only the owner of % (%) or a member of its role may rekey it',
+                tbl, tbl, owner::regrole
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
     st := @extschema@.rekey_state_of(tbl);
     IF st.relid IS NOT NULL THEN
@@ -918,6 +1015,7 @@ CREATE FUNCTION @extschema@.rekey_join_count_query(referencing_table regclass, r
                                                    referenced_table regclass, referenced_columns name[])
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT format('SELECT count(*) FROM ONLY %s c JOIN ONLY %s p ON %s', @extschema@.rekey_name(referencing_table),
               @extschema@.rekey_name(referenced_table),
@@ -930,18 +1028,29 @@ $body$;
 -- rewrites the key and every column referencing it in one statement, and records the progress.
 -- Returns the number of keys rekeyed; at the end of a pass it moves to the next or finishes.
 -- rekey_run calls it once per transaction.
-CREATE FUNCTION @extschema@.rekey_batch(tbl regclass, batch_size integer DEFAULT 10000)
+CREATE FUNCTION @extschema@.rekey_batch(tbl regclass, batch_size integer DEFAULT 10000,
+                                        fire_triggers boolean DEFAULT false,
+                                        caller_search_path text DEFAULT current_setting('search_path'))
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     st @extschema@.rekey_state;
+    saved_seqscan text := current_setting('enable_seqscan');
     statements text[];
     keys uuid[];
+    window_end uuid;
     changed bigint[];
+    problems text[];
+    updated bigint;
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied: only the owner of % or a member of its role may rekey it', tbl
+            USING ERRCODE = 'insufficient_privilege';
     END IF;
     PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
     st := @extschema@.rekey_state_of(tbl);
@@ -952,18 +1061,46 @@ BEGIN
     IF st.finished_at IS NOT NULL THEN
         RETURN 0;
     END IF;
+    -- Again for every batch: a table, trigger, rule or privilege may have changed since the start.
+    problems := ARRAY(SELECT @extschema@.rekey_problems(tbl, st.time_column, @extschema@.rekey_name(st.mapping_table),
+                                                        fire_triggers));
+    IF cardinality(problems) > 0 THEN
+        RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
+            USING ERRCODE = CASE WHEN EXISTS (SELECT FROM unnest(problems) p WHERE p LIKE 'permission denied%')
+                                 THEN 'insufficient_privilege' ELSE 'object_not_in_prerequisite_state' END,
+                  DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
+    END IF;
     statements := @extschema@.rekey_statements(tbl, st.time_column, st.time_zone,
                                                @extschema@.rekey_name(st.mapping_table));
+    -- A batch touches a few thousand rows of tables of any size: always through their indexes. The
+    -- planner, seeing 10,000 keys in an array, would otherwise read whole tables for every batch.
+    -- Only for these statements (the catalog queries above need sequential scans), and only until
+    -- the end of the batch: the setting reverts with its transaction or subtransaction.
+    PERFORM set_config('enable_seqscan', 'off', true);
     EXECUTE statements[1] INTO keys USING st.high_water, batch_size;
     IF keys IS NULL THEN
         UPDATE @extschema@.rekey_state s
            SET pass = 2, high_water = '00000000-0000-0000-0000-000000000000',
                finished_at = CASE WHEN s.pass >= 2 THEN clock_timestamp() END
          WHERE s.relid = tbl;
+        PERFORM set_config('enable_seqscan', saved_seqscan, true);
         RETURN 0;
     END IF;
-    EXECUTE statements[2] USING keys, st.fallback_time, st.batches + 1;
-    EXECUTE statements[3] INTO changed USING keys;
+    window_end := keys[cardinality(keys)];
+    EXECUTE statements[2] INTO keys USING keys;
+    IF keys IS NULL THEN
+        -- A window without a version-4 key to rekey: walk on.
+        UPDATE @extschema@.rekey_state s SET high_water = window_end WHERE s.relid = tbl;
+        PERFORM set_config('enable_seqscan', saved_seqscan, true);
+        RETURN 0;
+    END IF;
+    EXECUTE statements[3] USING keys, st.fallback_time, st.batches + 1;
+    -- The tables' triggers (acknowledged with fire_triggers) see the search_path they were written
+    -- for, the caller's (the default of caller_search_path is evaluated where rekey_batch is called).
+    PERFORM set_config('search_path', caller_search_path, true);
+    EXECUTE statements[4] INTO changed USING keys;
+    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM set_config('enable_seqscan', saved_seqscan, true);
     IF changed[1] <> cardinality(keys) THEN
         -- The keys are locked, so only a BEFORE UPDATE trigger that keeps or changes the key can do
         -- this: never commit such a batch, whose mapping would name keys that exist nowhere.
@@ -974,8 +1111,13 @@ BEGIN
     UPDATE @extschema@.rekey_state s
        SET keys_done = s.keys_done + cardinality(keys), run_keys_done = s.run_keys_done + cardinality(keys),
            keys_total = greatest(s.keys_total, s.keys_done + cardinality(keys)),
-           batches = s.batches + 1, high_water = keys[cardinality(keys)], last_batch_at = clock_timestamp()
+           batches = s.batches + 1, high_water = window_end, last_batch_at = clock_timestamp()
      WHERE s.relid = tbl;
+    GET DIAGNOSTICS updated = ROW_COUNT;
+    IF updated <> 1 THEN
+        -- Never keys rewritten without their progress recorded.
+        RAISE EXCEPTION 'the record of the rekey of % could not be updated', tbl USING ERRCODE = 'insufficient_privilege';
+    END IF;
     RETURN cardinality(keys);
 END
 $body$;
@@ -1002,9 +1144,13 @@ DECLARE
     committing boolean := @extschema@.rekey_can_commit() AND NOT in_one_transaction;
     -- 'reky' in the high half, the table in the low half; rekey_status_rows looks for it.
     lock_key bigint := (1919249273::bigint << 32) | tbl::oid::bigint;
-    lock_ms text := (extract(epoch FROM lock_timeout) * 1000)::numeric(20)::text || 'ms';
+    lock_ms text;
     saved_timeout text := current_setting('lock_timeout');
+    -- The caller's search_path: every transaction of the run uses only pg_catalog (below), so that
+    -- no function or operator of a schema on the caller's path can stand in for a built-in.
+    saved_path text := current_setting('search_path');
     holder integer;
+    holding boolean;
     st @extschema@.rekey_state;
     n bigint;
     attempt integer;
@@ -1013,6 +1159,7 @@ DECLARE
     failure text;
     failure_state text;
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'rekey_run needs a table' USING ERRCODE = 'null_value_not_allowed';
     ELSIF batch_size IS NULL OR batch_size < 1 THEN
@@ -1040,37 +1187,40 @@ BEGIN
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'SET default_transaction_isolation = ''read committed'' in this session first.';
     END IF;
+    lock_ms := (extract(epoch FROM lock_timeout) * 1000)::numeric(20)::text || 'ms';
     IF committing THEN
         -- Commits nothing yet; fails here, before the lock is taken, where a COMMIT is refused
         -- for a reason rekey_can_commit cannot see (a loop over a cursor that is not read-only).
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
 
+    -- One session at a time: a session lock kept across the batches' commits (released below on
+    -- every way out), or in one transaction a transaction lock. Each batch also locks the table's
+    -- rekey_state row, so two runs could only take turns; the lock says who runs, and refuses a
+    -- second run. A holder that may not rekey the table (anyone can take an advisory lock) stops
+    -- nobody: the run goes on without the lock.
     IF committing THEN
-        -- A session lock, kept across the batches' commits; released below on every way out.
-        -- Already held if this session ran a rekey of tbl that ended in a way that could not release it.
-        IF NOT EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
-                          AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-                          AND l.classid = 1919249273 AND l.objid = tbl::oid AND l.objsubid = 1)
-           AND NOT pg_try_advisory_lock(lock_key) THEN
-            holder := -1;
-        END IF;
-    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
-        holder := -1;
+        holding := EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+                              AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+                              AND l.classid = 1919249273::oid AND l.objid = tbl::oid AND l.objsubid = 1::smallint)
+                   OR pg_try_advisory_lock(lock_key);
+    ELSE
+        holding := pg_try_advisory_xact_lock(lock_key);
     END IF;
-    IF holder IS NOT NULL THEN
-        SELECT l.pid INTO holder FROM pg_locks l
-         WHERE l.locktype = 'advisory' AND l.classid = 1919249273 AND l.objid = tbl::oid AND l.objsubid = 1 AND l.granted
-           AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-         LIMIT 1;
-        RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
-            USING ERRCODE = 'object_in_use';
+    IF NOT holding THEN
+        holder := @extschema@.rekey_runner(tbl, false);
+        IF holder IS NOT NULL THEN
+            RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
+                USING ERRCODE = 'object_in_use';
+        END IF;
+        RAISE NOTICE 'rekey of %: a session that may not rekey it holds its rekey lock; going on without it', tbl;
     END IF;
 
     BEGIN
         st := @extschema@.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
-        IF committing THEN
+        IF committing AND holding THEN
             PERFORM pg_advisory_unlock(lock_key);
         END IF;
         RAISE;
@@ -1079,6 +1229,7 @@ BEGIN
         tbl, st.keys_done, st.keys_total, st.pass, batch_size;
     IF committing THEN
         COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
 
     LOOP
@@ -1087,7 +1238,7 @@ BEGIN
         LOOP
             BEGIN
                 PERFORM set_config('lock_timeout', lock_ms, true);
-                n := @extschema@.rekey_batch(tbl, batch_size);
+                n := @extschema@.rekey_batch(tbl, batch_size, fire_triggers, saved_path);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
                 EXIT;
             EXCEPTION
@@ -1096,7 +1247,7 @@ BEGIN
                     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE;
                     attempt := attempt + 1;
                     IF attempt > max_retries THEN
-                        IF committing THEN
+                        IF committing AND holding THEN
                             PERFORM pg_advisory_unlock(lock_key);
                         END IF;
                         RAISE EXCEPTION 'rekey of % stopped: a batch failed % times, last with: %', tbl, attempt, failure
@@ -1105,7 +1256,7 @@ BEGIN
                     END IF;
                     RAISE NOTICE 'rekey of %: batch rolled back (%), retry % of %', tbl, failure, attempt, max_retries;
                 WHEN OTHERS OR query_canceled THEN
-                    IF committing THEN
+                    IF committing AND holding THEN
                         PERFORM pg_advisory_unlock(lock_key);
                     END IF;
                     RAISE;
@@ -1113,7 +1264,7 @@ BEGIN
             BEGIN
                 PERFORM pg_sleep(least(0.1 * attempt, 2));
             EXCEPTION WHEN query_canceled THEN
-                IF committing THEN
+                IF committing AND holding THEN
                     PERFORM pg_advisory_unlock(lock_key);
                 END IF;
                 RAISE;
@@ -1130,13 +1281,14 @@ BEGIN
         END IF;
         IF committing THEN
             COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         END IF;
         EXIT WHEN st.finished_at IS NOT NULL;
         IF n > 0 AND pause > interval '0' THEN
             BEGIN
                 PERFORM pg_sleep(extract(epoch FROM pause));
             EXCEPTION WHEN query_canceled THEN
-                IF committing THEN
+                IF committing AND holding THEN
                     PERFORM pg_advisory_unlock(lock_key);
                 END IF;
                 RAISE;
@@ -1151,25 +1303,27 @@ BEGIN
         RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
             tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);
     END IF;
-    IF committing THEN
+    IF committing AND holding THEN
         PERFORM pg_advisory_unlock(lock_key);
-    ELSE
+    ELSIF NOT committing THEN
         PERFORM set_config('lock_timeout', saved_timeout, true);
     END IF;
+    PERFORM set_config('search_path', saved_path, true);
 END
 $body$;
 
 -- Progress of every rekey the caller may see, from any session: what rekey_run reports per batch.
 -- A function under the view so that the rows are read with the caller's privileges (and row-level
 -- security), not the view owner's: views run as their owner before PostgreSQL 15's
--- security_invoker. Running means that a session holds the table's rekey lock and is busy; a
--- session that holds it idle (after a run that failed at a COMMIT) is not running it.
+-- security_invoker. Running means that a session that may rekey the table holds its rekey lock and
+-- is busy (rekey_runner); one that holds it idle (after a run that failed at a COMMIT) is not.
 CREATE FUNCTION @extschema@.rekey_status_rows()
     RETURNS TABLE (table_name regclass, key_column name, state text, pass integer, keys_done bigint,
                    keys_total bigint, percent_done numeric, keys_per_second numeric, time_left interval,
                    batches bigint, runs integer, started_at timestamptz, last_batch_at timestamptz,
                    finished_at timestamptz, runner_pid integer, mapping_table regclass)
     LANGUAGE sql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT s.relid::regclass, s.key_column,
        CASE WHEN l.pid IS NOT NULL THEN 'running' WHEN s.finished_at IS NOT NULL THEN 'finished' ELSE 'stopped' END,
@@ -1183,14 +1337,7 @@ SELECT s.relid::regclass, s.key_column,
   CROSS JOIN LATERAL (
       SELECT CASE WHEN s.last_batch_at > s.run_started_at
                   THEN s.run_keys_done / extract(epoch FROM s.last_batch_at - s.run_started_at) END AS rate) r
-  LEFT JOIN LATERAL (
-      SELECT lk.pid FROM pg_locks lk
-        LEFT JOIN pg_stat_activity a ON a.pid = lk.pid
-       WHERE lk.locktype = 'advisory' AND lk.classid = 1919249273 AND lk.objid = s.relid
-         AND lk.objsubid = 1 AND lk.granted
-         AND lk.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-         AND (a.state IS NULL OR a.state = 'active')
-       LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT @extschema@.rekey_runner(s.relid, true) AS pid) l ON true
  ORDER BY s.relid::regclass::text
 $body$;
 
@@ -1203,16 +1350,26 @@ GRANT SELECT ON @extschema@.rekey_status TO PUBLIC;
 CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    st @extschema@.rekey_state := @extschema@.rekey_state_of(tbl);
+    mapping text;
     translated uuid;
 BEGIN
-    IF st.relid IS NULL THEN
+    -- Called for every statement of an application that holds old keys: only the checks that
+    -- make the recorded mapping table the one its table's owner made for this table (the full
+    -- ones run at every batch).
+    SELECT @extschema@.rekey_name(m.oid) INTO mapping
+      FROM @extschema@.rekey_state s
+      JOIN pg_class m ON m.oid = s.mapping_table AND m.relkind = 'r'
+      JOIN pg_class t ON t.oid = s.relid AND t.relowner = m.relowner
+      JOIN pg_constraint k ON k.oid = s.key_constraint AND k.conrelid = s.relid AND k.contype = 'p'
+     WHERE s.relid = tbl;
+    IF mapping IS NULL THEN
+        PERFORM @extschema@.rekey_state_of(tbl);
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key = $1', @extschema@.rekey_name(st.mapping_table))
-       INTO translated USING old_key;
+    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key = $1', mapping) INTO translated USING old_key;
     RETURN coalesce(translated, old_key);
 END
 $body$;
@@ -1225,6 +1382,7 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_verify(tbl regclass)
     RETURNS TABLE (check_name text, status text, detail text)
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     key name := @extschema@.rekey_key_column(tbl);
@@ -1364,13 +1522,12 @@ $body$;
 CREATE FUNCTION @extschema@.rekey_forget(tbl regclass)
     RETURNS text
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
     mapping oid;
 BEGIN
-    IF EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 1919249273
-                  AND l.objid = tbl::oid AND l.objsubid = 1 AND l.granted
-                  AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())) THEN
+    IF @extschema@.rekey_runner(tbl, false) IS NOT NULL THEN
         RAISE EXCEPTION 'a session is rekeying % now', tbl USING ERRCODE = 'object_in_use';
     END IF;
     DELETE FROM @extschema@.rekey_state s WHERE s.relid = tbl RETURNING s.mapping_table INTO mapping;

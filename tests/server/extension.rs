@@ -58,7 +58,9 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("rekey_references", "s", true, "s", false),
     // A procedure: its batch loop commits (sql/rekey.sql).
     ("rekey_run", "v", false, "u", false),
+    ("rekey_runner", "s", true, "r", false),
     ("rekey_start", "v", false, "u", false),
+    ("rekey_state_guard", "v", false, "u", false),
     ("rekey_state_of", "s", true, "s", false),
     ("rekey_statements", "s", true, "s", false),
     ("rekey_status_rows", "s", false, "r", false),
@@ -341,6 +343,8 @@ const EXTENSION_OBJECTS: &str = "
              FROM pg_policy p WHERE p.polrelid = c.oid),
           (SELECT string_agg(pg_get_indexdef(i.indexrelid), ', ' ORDER BY 1)
              FROM pg_index i WHERE i.indrelid = c.oid),
+          (SELECT string_agg(pg_get_triggerdef(t.oid), ', ' ORDER BY 1)
+             FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
           CASE c.relkind WHEN 'v' THEN pg_get_viewdef(c.oid) END)
         FROM pg_class c WHERE c.oid = d.objid)
       END, '') || ' | ' || coalesce(obj_description(d.objid, d.classid::regclass::text), '')
