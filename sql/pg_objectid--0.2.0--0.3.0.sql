@@ -64,6 +64,10 @@ CREATE TABLE @extschema@.rekey_state (
     run_keys_done bigint NOT NULL DEFAULT 0,
     last_batch_at timestamptz,
     finished_at timestamptz,
+    -- The session running it (rekey_runner), recorded by the owner's run: an advisory lock alone
+    -- can be taken by anyone.
+    runner_pid integer,
+    runner_started timestamptz,
     -- Row counts and foreign-key join counts when the rekey started, by table OID and constraint
     -- OID, for rekey_verify.
     snapshot jsonb NOT NULL
@@ -117,22 +121,29 @@ SELECT format('%I.%I', n.nspname, c.relname)
  WHERE c.oid = relid
 $body$;
 
--- The session that holds the rekey lock of a table in this database and may rekey it (a member of
--- the owner's role: anyone can take an advisory lock, so a holder without that right neither
--- counts as a runner nor stops one), or NULL; with busy_only, only while it runs a statement.
+-- The session that runs the rekey of a table in this database, or NULL: the one its record names,
+-- or one that holds its rekey lock and may rekey it (a member of the owner's role: anyone can take
+-- an advisory lock, so a holder without that right neither counts as a runner nor stops one);
+-- with busy_only, only while it runs a statement.
 CREATE FUNCTION @extschema@.rekey_runner(relid oid, busy_only boolean)
     RETURNS integer
     LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
     SET search_path = pg_catalog, pg_temp
     AS $body$
-SELECT l.pid
-  FROM pg_locks l
-  JOIN pg_stat_activity a ON a.pid = l.pid
- WHERE l.locktype = 'advisory' AND l.granted
-   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-   AND l.classid = 1919249273::oid AND l.objid = relid AND l.objsubid = 1::smallint
-   AND pg_has_role(a.usesysid, (SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE')
-   AND (NOT busy_only OR a.state IS NULL OR a.state <> 'idle')
+SELECT x.pid FROM (
+    SELECT l.pid, a.state
+      FROM pg_locks l
+      JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+       AND l.classid = 1919249273::oid AND l.objid = relid AND l.objsubid = 1::smallint
+       AND pg_has_role(a.usesysid, (SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE')
+    UNION ALL
+    SELECT a.pid, a.state
+      FROM @extschema@.rekey_state s
+      JOIN pg_stat_activity a ON a.pid = s.runner_pid AND a.backend_start = s.runner_started
+     WHERE s.relid = rekey_runner.relid) x
+ WHERE NOT busy_only OR x.state IS NULL OR x.state <> 'idle'
  LIMIT 1
 $body$;
 
@@ -194,6 +205,19 @@ SELECT r.relid::regclass, r.attnum, a.attname, a.atttypid::regtype, min(r.depth)
   JOIN pg_attribute a ON a.attrelid = r.relid AND a.attnum = r.attnum
  GROUP BY r.relid, r.attnum, a.attname, a.atttypid
  ORDER BY min(r.depth), r.relid::regclass::text, r.attnum
+$body$;
+
+-- Whether the toolkit may read a table that changes with tbl's key: one of tbl's owner (another
+-- role's policies or casts would run as the reader), whose columns that change are all uuid.
+CREATE FUNCTION @extschema@.rekey_readable(tbl regclass, relid oid)
+    RETURNS boolean
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT (SELECT c.relowner FROM pg_class c WHERE c.oid = relid) OPERATOR(pg_catalog.=)
+       (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl)
+   AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) x
+                    WHERE x.relid OPERATOR(pg_catalog.=) rekey_readable.relid AND x.atttype <> 'uuid'::regtype)
 $body$;
 
 -- Whether a btree index, valid and not partial, starts with the column: what each batch needs to
@@ -325,7 +349,8 @@ BEGIN
                       @extschema@.rekey_name(mapping), tbl);
     ELSIF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = mapping AND NOT t.tgisinternal)
           OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = mapping)
-          OR EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = mapping AND k.contype NOT IN ('p', 'u'))
+          -- (PostgreSQL 18 records NOT NULL as constraints too.)
+          OR EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = mapping AND k.contype NOT IN ('p', 'u', 'n'))
           OR EXISTS (SELECT FROM pg_index i WHERE i.indrelid = mapping
                         AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL))
           OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0
@@ -572,11 +597,14 @@ BEGIN
 
     mapping_oid := to_regclass(mapping);
     IF mapping_oid IS NULL THEN
-        -- Made by the caller, then given to the table's owner, who must be allowed to own it there.
+        -- Made by the caller, then given to the table's owner, who must be allowed to own it there
+        -- (unless a superuser gives it).
         mapping_schema := coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1], current_schema());
         IF to_regnamespace(mapping_schema) IS NULL THEN
             RETURN NEXT format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
-        ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE') OR NOT has_schema_privilege(owner, mapping_schema, 'CREATE') THEN
+        ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE')
+              OR NOT (has_schema_privilege(owner, mapping_schema, 'CREATE')
+                      OR (SELECT rl.rolsuper FROM pg_roles rl WHERE rl.rolname = current_user)) THEN
             RETURN NEXT format('permission denied: you and %s must both be allowed to create the mapping table %s',
                                owner::regrole, mapping);
         END IF;
@@ -755,7 +783,7 @@ BEGIN
 
     RETURN NEXT '  columns that change together, with the rows each batch run will rewrite:';
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
-                    bool_and(c.atttype = 'uuid'::regtype) AS all_uuid
+                    @extschema@.rekey_readable(tbl, c.relid) AS all_uuid
                FROM @extschema@.rekey_columns(tbl) c
               GROUP BY c.relid ORDER BY min(c.depth), c.relid::text
     LOOP
@@ -976,7 +1004,8 @@ BEGIN
                pass = CASE WHEN s.finished_at IS NULL THEN s.pass ELSE 2 END,
                high_water = CASE WHEN s.finished_at IS NULL THEN s.high_water
                                  ELSE '00000000-0000-0000-0000-000000000000' END,
-               finished_at = NULL
+               finished_at = NULL, runner_pid = pg_backend_pid(),
+               runner_started = (SELECT a.backend_start FROM pg_stat_activity a WHERE a.pid = pg_backend_pid())
          WHERE s.relid = tbl
         RETURNING * INTO st;
         RETURN st;
@@ -989,7 +1018,7 @@ BEGIN
         EXECUTE format('COMMENT ON TABLE %s IS %L', @extschema@.rekey_name(mapping_oid), @extschema@.rekey_mapping_comment(tbl));
         IF (SELECT c.relowner FROM pg_class c WHERE c.oid = mapping_oid) <> owner THEN
             EXECUTE format('ALTER TABLE %s OWNER TO %I', @extschema@.rekey_name(mapping_oid),
-                           (SELECT a.rolname FROM pg_authid a WHERE a.oid = owner));
+                           (SELECT rl.rolname FROM pg_roles rl WHERE rl.oid = owner));
         END IF;
     END IF;
     -- An adopted mapping table (rekey_problems checked it was made for this table) counts as done.
@@ -1007,10 +1036,12 @@ BEGIN
     END LOOP;
 
     INSERT INTO @extschema@.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
-                                         mapping_table, keys_total, keys_done, started_at, run_started_at, snapshot)
+                                         mapping_table, keys_total, keys_done, started_at, run_started_at, snapshot,
+                                         runner_pid, runner_started)
     VALUES (tbl, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'), key, time_column,
             current_setting('TimeZone'), coalesce(fallback_time, '1970-01-01 00:00:00+00'), mapping_oid,
-            done + remaining, done, clock_timestamp(), clock_timestamp(), snapshot)
+            done + remaining, done, clock_timestamp(), clock_timestamp(), snapshot, pg_backend_pid(),
+            (SELECT a.backend_start FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()))
     RETURNING * INTO st;
     RETURN st;
 END
@@ -1025,7 +1056,7 @@ CREATE FUNCTION @extschema@.rekey_join_count_query(referencing_table regclass, r
     AS $body$
 SELECT format('SELECT count(*) FROM ONLY %s c JOIN ONLY %s p ON %s', @extschema@.rekey_name(referencing_table),
               @extschema@.rekey_name(referenced_table),
-              (SELECT string_agg(format('c.%I = p.%I', f, t), ' AND ')
+              (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                  FROM unnest(referencing_columns, referenced_columns) u(f, t)))
 $body$;
 
@@ -1044,6 +1075,7 @@ CREATE FUNCTION @extschema@.rekey_batch(tbl regclass, batch_size integer DEFAULT
 DECLARE
     st @extschema@.rekey_state;
     saved_seqscan text := current_setting('enable_seqscan');
+    saved_role text := current_setting('role');
     statements text[];
     keys uuid[];
     window_end uuid;
@@ -1068,6 +1100,11 @@ BEGIN
         RETURN 0;
     END IF;
     -- Again for every batch: a table, trigger, rule or privilege may have changed since the start.
+    -- The tables are locked first (ROW EXCLUSIVE, as the batch's own writes would), so that no
+    -- trigger, rule, constraint or column can be added between this check and the rewrite.
+    EXECUTE (SELECT 'LOCK TABLE ' || string_agg(@extschema@.rekey_name(x.relid), ', ' ORDER BY x.relid) || ' IN ROW EXCLUSIVE MODE'
+               FROM (SELECT DISTINCT c.relid::oid AS relid FROM @extschema@.rekey_columns(tbl) c
+                     UNION SELECT st.mapping_table) x);
     problems := ARRAY(SELECT @extschema@.rekey_problems(tbl, st.time_column, @extschema@.rekey_name(st.mapping_table),
                                                         fire_triggers));
     IF cardinality(problems) > 0 THEN
@@ -1103,9 +1140,14 @@ BEGIN
     EXECUTE statements[3] USING keys, st.fallback_time, st.batches + 1;
     -- The tables' triggers (acknowledged with fire_triggers) see the search_path they were written
     -- for, the caller's (the default of caller_search_path is evaluated where rekey_batch is called).
+    -- And as the tables' owner, as PostgreSQL runs its own maintenance of a table: their triggers,
+    -- CHECK constraints, generated columns and index expressions are the owner's code, which must
+    -- not run with the rights of a superuser who runs the rekey.
+    PERFORM set_config('role', (SELECT rl.rolname FROM pg_roles rl JOIN pg_class c ON c.relowner = rl.oid WHERE c.oid = tbl), true);
     PERFORM set_config('search_path', caller_search_path, true);
     EXECUTE statements[4] INTO changed USING keys;
-    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM set_config('role', saved_role, true);
     PERFORM set_config('enable_seqscan', saved_seqscan, true);
     IF changed[1] <> cardinality(keys) THEN
         -- The keys are locked, so only a BEFORE UPDATE trigger that keeps or changes the key can do
@@ -1147,14 +1189,14 @@ CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NU
     LANGUAGE plpgsql
     AS $body$
 DECLARE
-    committing boolean := @extschema@.rekey_can_commit() AND NOT in_one_transaction;
-    -- 'reky' in the high half, the table in the low half; rekey_status_rows looks for it.
-    lock_key bigint := (1919249273::bigint << 32) | tbl::oid::bigint;
+    -- Nothing here but qualified calls: these run before the search_path is set below.
+    committing boolean := @extschema@.rekey_can_commit();
+    lock_key bigint;
     lock_ms text;
-    saved_timeout text := current_setting('lock_timeout');
+    saved_timeout text := pg_catalog.current_setting('lock_timeout');
     -- The caller's search_path: every transaction of the run uses only pg_catalog (below), so that
     -- no function or operator of a schema on the caller's path can stand in for a built-in.
-    saved_path text := current_setting('search_path');
+    saved_path text := pg_catalog.current_setting('search_path');
     holder integer;
     holding boolean;
     st @extschema@.rekey_state;
@@ -1166,6 +1208,9 @@ DECLARE
     failure_state text;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    committing := committing AND NOT in_one_transaction;
+    -- 'reky' in the high half, the table in the low half; rekey_runner looks for it.
+    lock_key := (1919249273::bigint << 32) | tbl::oid::bigint;
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'rekey_run needs a table' USING ERRCODE = 'null_value_not_allowed';
     ELSIF batch_size IS NULL OR batch_size < 1 THEN
@@ -1214,12 +1259,15 @@ BEGIN
     ELSE
         holding := pg_try_advisory_xact_lock(lock_key);
     END IF;
-    IF NOT holding THEN
-        holder := @extschema@.rekey_runner(tbl, false);
-        IF holder IS NOT NULL THEN
-            RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
-                USING ERRCODE = 'object_in_use';
+    holder := @extschema@.rekey_runner(tbl, false);
+    IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
+        IF committing AND holding THEN
+            PERFORM pg_advisory_unlock(lock_key);
         END IF;
+        RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
+            USING ERRCODE = 'object_in_use';
+    END IF;
+    IF NOT holding THEN
         RAISE NOTICE 'rekey of %: a session that may not rekey it holds its rekey lock; going on without it', tbl;
     END IF;
 
@@ -1309,6 +1357,8 @@ BEGIN
         RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
             tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);
     END IF;
+    UPDATE @extschema@.rekey_state s SET runner_pid = NULL, runner_started = NULL
+     WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();
     IF committing AND holding THEN
         PERFORM pg_advisory_unlock(lock_key);
     ELSIF NOT committing THEN
@@ -1370,12 +1420,16 @@ BEGIN
       JOIN pg_class m ON m.oid = s.mapping_table AND m.relkind = 'r'
       JOIN pg_class t ON t.oid = s.relid AND t.relowner = m.relowner
       JOIN pg_constraint k ON k.oid = s.key_constraint AND k.conrelid = s.relid AND k.contype = 'p'
-     WHERE s.relid = tbl;
+     WHERE s.relid = tbl
+       AND (SELECT array_agg(a.atttypid ORDER BY a.attnum) FROM pg_attribute a
+             WHERE a.attrelid = m.oid AND a.attnum > 0 AND NOT a.attisdropped)
+           = ARRAY['uuid'::regtype, 'uuid'::regtype, 'bigint'::regtype]::oid[];
     IF mapping IS NULL THEN
         PERFORM @extschema@.rekey_state_of(tbl);
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key = $1', mapping) INTO translated USING old_key;
+    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', mapping)
+       INTO translated USING old_key;
     RETURN coalesce(translated, old_key);
 END
 $body$;
@@ -1438,9 +1492,9 @@ BEGIN
 
     FOR r IN SELECT * FROM @extschema@.rekey_columns(tbl) c WHERE c.depth > 0 LOOP
         check_name := format('version-4 values in %s.%I', r.relid, r.attname);
-        IF r.atttype <> 'uuid'::regtype THEN
+        IF NOT @extschema@.rekey_readable(tbl, r.relid) THEN
             status := 'failed';
-            detail := format('of type %s, not uuid', r.atttype);
+            detail := format('not read: of type %s, or of another owner than %s''s', r.atttype, tbl);
         ELSE
             EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
                            @extschema@.rekey_name(r.relid), '@extschema@', r.attname)
@@ -1452,11 +1506,18 @@ BEGIN
     END LOOP;
 
     FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
+        IF NOT (@extschema@.rekey_readable(tbl, r.referencing_table) AND @extschema@.rekey_readable(tbl, r.referenced_table)) THEN
+            check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
+            status := 'failed';
+            detail := 'not read: a table of another owner, or a column not of type uuid';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
         EXECUTE format('SELECT count(*) FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
                        @extschema@.rekey_name(r.referencing_table),
                        (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
                        @extschema@.rekey_name(r.referenced_table),
-                       (SELECT string_agg(format('c.%I = p.%I', f, t), ' AND ')
+                       (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                           FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)))
            INTO n;
         check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
@@ -1472,6 +1533,10 @@ BEGIN
             check_name := format('rows of the table with OID %s', r.relid);
             status := 'changed';
             detail := 'the table is gone';
+        ELSIF NOT @extschema@.rekey_readable(tbl, r.relid) THEN
+            check_name := format('rows of %s', r.relid::regclass);
+            status := 'failed';
+            detail := 'not read: a table of another owner now, or a column not of type uuid';
         ELSE
             check_name := format('rows of %s', r.relid::regclass);
             EXECUTE format('SELECT count(*) FROM ONLY %s', @extschema@.rekey_name(r.relid)) INTO n;
@@ -1482,6 +1547,7 @@ BEGIN
     END LOOP;
     FOR r IN SELECT f.*, (st.snapshot -> 'joins' ->> f.constraint_id::text)::bigint AS before
                FROM @extschema@.rekey_references(tbl) f
+              WHERE @extschema@.rekey_readable(tbl, f.referencing_table) AND @extschema@.rekey_readable(tbl, f.referenced_table)
     LOOP
         EXECUTE @extschema@.rekey_join_count_query(r.referencing_table, r.referencing_columns,
                                                    r.referenced_table, r.referenced_columns) INTO n;

@@ -55,6 +55,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("rekey_name", "s", true, "s", false),
     ("rekey_plan", "s", false, "r", false),
     ("rekey_problems", "s", false, "s", false),
+    ("rekey_readable", "s", true, "s", false),
     ("rekey_references", "s", true, "s", false),
     // A procedure: its batch loop commits (sql/rekey.sql).
     ("rekey_run", "v", false, "u", false),

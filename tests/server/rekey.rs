@@ -1239,12 +1239,18 @@ fn refused_before_the_lock() {
         (
             "DO $$DECLARE r record; BEGIN FOR r IN UPDATE q SET n = n + 1 RETURNING n LOOP \
              CALL rekey_run('customers', 'created_at'); END LOOP; END$$",
+            // 55000 from PostgreSQL 14 on, 2D000 on 13: compared below as either.
             SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             "cannot perform transaction commands inside a cursor loop that is not read-only",
         ),
     ] {
         let (got, message) = error_of(&mut c, sql);
-        assert_eq!(got, state, "{sql}: {message}");
+        assert!(
+            got == state
+                || (state == SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE
+                    && got == SqlState::INVALID_TRANSACTION_TERMINATION),
+            "{sql}: {got:?} {message}"
+        );
         assert!(message.contains(words), "{sql}: {message}");
         assert_eq!(one_i64(&mut c, own_locks), 0, "{sql}");
     }
@@ -1530,6 +1536,109 @@ fn self_reference_rewrites_only_the_batch() {
     assert!(
         keys.2
             .contains("an old key, inserted again after its row was rekeyed"),
+        "{checks:#?}"
+    );
+}
+
+/// With the attacker's schema before pg_catalog on a superuser's search_path, not even the
+/// procedure's first expressions reach it; the tables' own code (a CHECK calling a function of
+/// their owner) runs as their owner, not as the superuser who runs the rekey; and a run recorded
+/// in the state shows as running and stops rekey_forget even while another role holds the lock.
+#[test]
+fn the_owner_runs_the_owners_code() {
+    let mut c = fresh_db("t_rekey_owner_code");
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rekey_owner2; CREATE ROLE rekey_owner2;
+         DROP ROLE IF EXISTS rekey_evil2; CREATE ROLE rekey_evil2 LOGIN;
+         CREATE TABLE calls (who text, what text); GRANT INSERT ON calls TO PUBLIC;
+         CREATE SCHEMA evil AUTHORIZATION rekey_evil2;
+         SET ROLE rekey_evil2;
+         CREATE FUNCTION evil.shl(bigint, integer) RETURNS bigint LANGUAGE plpgsql
+             AS 'BEGIN INSERT INTO public.calls VALUES (current_user, ''<<''); RETURN $1 OPERATOR(pg_catalog.<<) $2; END';
+         CREATE OPERATOR evil.<< (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = evil.shl);
+         CREATE FUNCTION evil.current_setting(text) RETURNS text LANGUAGE plpgsql
+             AS 'BEGIN INSERT INTO public.calls VALUES (current_user, ''current_setting''); RETURN pg_catalog.current_setting($1); END';
+         CREATE FUNCTION evil.set_config(text, text, boolean) RETURNS text LANGUAGE plpgsql
+             AS 'BEGIN INSERT INTO public.calls VALUES (current_user, ''set_config''); RETURN pg_catalog.set_config($1, $2, $3); END';
+         RESET ROLE;
+         CREATE FUNCTION checked(uuid) RETURNS boolean LANGUAGE plpgsql
+             AS 'BEGIN INSERT INTO public.calls VALUES (current_user, ''check''); RETURN true; END';
+         ALTER FUNCTION checked(uuid) OWNER TO rekey_owner2;
+         CREATE TABLE p (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE k (p_id uuid REFERENCES p CHECK (checked(p_id)));
+         CREATE INDEX ON k (p_id);
+         ALTER TABLE p OWNER TO rekey_owner2; ALTER TABLE k OWNER TO rekey_owner2;
+         INSERT INTO p SELECT gen_random_uuid() FROM generate_series(1, 300);
+         INSERT INTO k SELECT id FROM p;
+         DELETE FROM calls",
+    )
+    .unwrap();
+    c.batch_execute("SET search_path = evil, pg_catalog, public")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('public.p', 'at', batch_size => 100)")
+        .unwrap_or(());
+    c.batch_execute("RESET search_path").unwrap();
+    // The default was not switched: refused, but only after its first expressions ran.
+    c.batch_execute("SELECT rekey_switch_default('p')").unwrap();
+    c.batch_execute("SET search_path = evil, pg_catalog, public")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('public.p', 'at', batch_size => 100)")
+        .unwrap();
+    c.batch_execute("RESET search_path").unwrap();
+    let calls: Vec<(String, String)> = c
+        .query(
+            "SELECT who, what FROM calls GROUP BY 1, 2 ORDER BY 1, 2",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![("rekey_owner2".to_string(), "check".to_string())]
+    );
+    assert_verified(&mut c, "p");
+
+    // A run recorded in the state, slowed down by its pauses, while another role holds the lock.
+    c.batch_execute(
+        "INSERT INTO p SELECT gen_random_uuid() FROM generate_series(1, 300);
+         INSERT INTO k SELECT id FROM p WHERE uuid_extract_version(id) = 4",
+    )
+    .unwrap();
+    let mut evil = postgres::Client::connect(
+        &format!("{} dbname=t_rekey_owner_code user=rekey_evil2", dsn()),
+        postgres::NoTls,
+    )
+    .unwrap();
+    evil.batch_execute(
+        "SELECT pg_advisory_lock((1919249273::bigint << 32) | 'public.p'::regclass::oid::bigint)",
+    )
+    .unwrap();
+    let mut runner = connect_to("t_rekey_owner_code");
+    let run = thread::spawn(move || {
+        runner.batch_execute("CALL rekey_run('p', batch_size => 30, pause => '300ms')")
+    });
+    let started = Instant::now();
+    while one_i64(&mut c, "SELECT keys_done FROM rekey_state") == 300 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the run never started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        one_string(&mut c, "SELECT state FROM rekey_status"),
+        "running"
+    );
+    let (got, _) = error_of(&mut c, "SELECT rekey_forget('p')");
+    assert_eq!(got, SqlState::OBJECT_IN_USE);
+    run.join().unwrap().unwrap();
+    drop(evil);
+    // Rows were added since the start: counts are "changed", nothing failed.
+    let checks = verify_statuses(&mut c, "p");
+    assert!(
+        checks.iter().all(|(_, s, _)| s == "ok" || s == "changed"),
         "{checks:#?}"
     );
 }
