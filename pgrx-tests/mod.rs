@@ -73,6 +73,21 @@ mod tests {
         );
     }
 
+    /// Issue 12: gen_objectid_subsecond() past its last tick (second 2106-02-07 06:28:15, tick
+    /// 0xFFFFFF) fails with SQLSTATE 2200H too.
+    #[pg_test]
+    fn gen_objectid_subsecond_refuses_past_the_last_tick_with_2200h() {
+        use crate::core::generator::Generator;
+        use crate::objectid::generate::next_id_subsecond;
+        let g = Generator::new([1, 2, 3, 4, 5], 0, 0);
+        let last = next_id_subsecond(&g, u32::MAX, 999_999_999);
+        assert_eq!(last.to_hex(), "ffffffffffffff0102030405");
+        assert_eq!(
+            refused_with(|| next_id_subsecond(&g, 0, 0)),
+            Some(PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED)
+        );
+    }
+
     /// Issue 10, item 6: gen_objectid_at() refuses with SQLSTATE 2200H rather than wrap its
     /// backfill counter.
     #[pg_test]

@@ -37,3 +37,26 @@ mod nanos_tests {
         assert!((ns / 1_000_000_000 - s).abs() <= 1);
     }
 }
+
+/// The current Unix time as whole seconds and the nanoseconds after them, held to the range an
+/// ObjectId can carry as `unix_seconds` does: before 1970 reads as (0, 0), past 2106-02-07
+/// 06:28:15 UTC as its last nanosecond.
+pub fn unix_seconds_and_nanos() -> (u32, u32) {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => match u32::try_from(d.as_secs()) {
+            Ok(s) => (s, d.subsec_nanos()),
+            Err(_) => (u32::MAX, 999_999_999),
+        },
+        Err(_) => (0, 0),
+    }
+}
+
+#[cfg(test)]
+mod seconds_and_nanos_tests {
+    #[test]
+    fn agrees_with_seconds() {
+        let (s, ns) = super::unix_seconds_and_nanos();
+        assert!(ns < 1_000_000_000);
+        assert!(super::unix_seconds().abs_diff(s) <= 1);
+    }
+}

@@ -44,8 +44,40 @@
 //! order within one second. The backfill counter and the
 //! floor are independent: backfilling never moves the live ids' second or counter.
 //!
-//! Both words change by compare-and-swap only, which makes the generator lock-free and usable
-//! from shared memory by every process of a server at once.
+//! # `next_subsecond`: ids for the current time, finer than a second (`gen_objectid_subsecond()`)
+//!
+//! For tables written by several servers at once (Citus nodes, several application servers):
+//! there, `next` ids of different generators differ in their random value right after the
+//! seconds, so within one second each server's ids land in a key range of their own and a btree
+//! index takes several ascending streams, which fill its pages no better than random keys. A
+//! sub-second id puts the time first instead:
+//!
+//! ```text
+//! seconds (4 bytes) | tick (3 bytes: the fraction of the second in units of 2^-24 s, ~59.6 ns)
+//!                   | random value (5 bytes, the generator's, as in `next`)
+//! ```
+//!
+//! so the ids of every server, read as bytes, follow the clock to within its sync between the
+//! servers, and inserts from all of them land at the right edge of the index.
+//!
+//! A third 64-bit word, `seconds << 24 | tick`, is kept exactly as `next` keeps its floor, with the
+//! clock's tick where `next` keeps the counter: `word = max(floor, now)`, `floor = word + 1`. So
+//! the sub-second ids of one generator are unique and strictly increase in generation order by
+//! construction; a tick is used once, so ids made faster than one per tick (16.7 million per
+//! second), or while the clock is behind the floor after a step back, run ahead of the clock by
+//! one tick per id, and the stamped second carries as in `next`. The same end (second u32::MAX,
+//! tick 0xFFFFFF) applies, with [`Exhausted::LastTick`].
+//!
+//! Across generators, two sub-second ids are equal only if their generators have the same
+//! random value (2^-40 for a pair of generators) *and* the ids have the same second and tick.
+//!
+//! Within one generator, the three kinds never meet, by construction: a sub-second id whose
+//! bytes 4–8 would equal the random value (bytes 4–8 of every `next` id) skips that tick, and the
+//! backfill counter skips values whose last five bytes are the random value (bytes 7–11 of every
+//! sub-second id), as it skips the block of `next`'s ids.
+//!
+//! All three words change by compare-and-swap only, which makes the generator lock-free and
+//! usable from shared memory by every process of a server at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -54,6 +86,9 @@ use crate::core::objectid::ObjectId;
 
 const COUNTER_BITS: u32 = 24;
 const COUNTER_MASK: u64 = (1 << COUNTER_BITS) - 1;
+/// The low 40 bits: where a backfill value holds what a sub-second id has in bytes 7–11.
+const RANDOM_MASK: u64 = (1 << 40) - 1;
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
 /// One past the last word: second u32::MAX, counter 0xFFFFFF.
 const WORD_END: u64 = 1 << (32 + COUNTER_BITS);
 
@@ -65,6 +100,8 @@ pub enum Exhausted {
     LastSecond,
     /// `next_at`: after the last backfill value.
     Backfill,
+    /// `next_subsecond`: after the last tick of second u32::MAX.
+    LastTick,
 }
 
 /// The generator's state. `repr(C)` with plain bytes and atomics, so it may be placed in
@@ -76,6 +113,8 @@ pub struct Generator {
     floor: AtomicU64,
     /// The smallest value `next_at` may use for bytes 4–11; u64::MAX when exhausted.
     backfill: AtomicU64,
+    /// `seconds << 24 | tick` of the smallest id `next_subsecond` may hand out; at most WORD_END.
+    subsecond: AtomicU64,
 }
 
 impl Generator {
@@ -88,6 +127,7 @@ impl Generator {
             // Seconds 0: the clock takes over at once.
             floor: AtomicU64::new(u64::from(counter_start) & COUNTER_MASK),
             backfill: AtomicU64::new(backfill_start),
+            subsecond: AtomicU64::new(0),
         }
     }
 
@@ -144,14 +184,9 @@ impl Generator {
         let live = self.random_prefix();
         let mut current = self.backfill.load(Ordering::Relaxed);
         loop {
-            let value = if current >> COUNTER_BITS == live {
-                // Past the block of values that could equal an id of `next`.
-                (current | COUNTER_MASK).checked_add(1)
-            } else {
-                Some(current)
-            };
             // u64::MAX itself is never handed out: the state could not move past it.
-            let Some(value) = value.filter(|&v| v != u64::MAX) else {
+            let Some(value) = Self::backfill_value(current, live).filter(|&v| v != u64::MAX)
+            else {
                 return Err(Exhausted::Backfill);
             };
             match self.backfill.compare_exchange_weak(
@@ -167,6 +202,64 @@ impl Generator {
                     return Ok(ObjectId::from_bytes(b));
                 }
                 Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// The first backfill value from `current` on that no id of `next` (random value, then any
+    /// counter) or of `next_subsecond` (any tick, then the random value) can have as its bytes
+    /// 4–11; None past u64::MAX.
+    fn backfill_value(mut current: u64, live: u64) -> Option<u64> {
+        loop {
+            if current >> COUNTER_BITS == live {
+                current = (current | COUNTER_MASK).checked_add(1)?;
+            } else if current & RANDOM_MASK == live {
+                current = current.checked_add(1)?;
+            } else {
+                return Some(current);
+            }
+        }
+    }
+
+    /// The next sub-second id for the clock reading `seconds` and `nanos` (0 ≤ nanos < 10^9)
+    /// after them: see the module documentation. Strictly greater than every sub-second id this
+    /// generator handed out before.
+    #[inline]
+    pub fn next_subsecond(&self, seconds: u32, nanos: u32) -> Result<ObjectId, Exhausted> {
+        debug_assert!(u64::from(nanos) < NANOS_PER_SECOND);
+        let tick = (u64::from(nanos) << COUNTER_BITS) / NANOS_PER_SECOND;
+        self.next_subsecond_word((u64::from(seconds) << COUNTER_BITS) | tick)
+    }
+
+    fn next_subsecond_word(&self, now: u64) -> Result<ObjectId, Exhausted> {
+        let r = self.random;
+        // Bytes 4–8 of a sub-second id are its tick and the random value's first two bytes;
+        // the one tick that would make them the random value, as every `next` id has, is skipped.
+        let clash_possible = r[0..2] == r[3..5];
+        let clash = self.random_prefix() >> 16;
+        let mut floor = self.subsecond.load(Ordering::Relaxed);
+        loop {
+            let mut word = floor.max(now);
+            if clash_possible && word & COUNTER_MASK == clash {
+                word += 1;
+            }
+            if word >= WORD_END {
+                return Err(Exhausted::LastTick);
+            }
+            match self.subsecond.compare_exchange_weak(
+                floor,
+                word + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let mut b = [0u8; 12];
+                    b[0..4].copy_from_slice(&((word >> COUNTER_BITS) as u32).to_be_bytes());
+                    b[4..7].copy_from_slice(&word.to_be_bytes()[5..8]);
+                    b[7..12].copy_from_slice(&r);
+                    return Ok(ObjectId::from_bytes(b));
+                }
+                Err(actual) => floor = actual,
             }
         }
     }
@@ -524,6 +617,161 @@ mod tests {
             })
             .unwrap();
         assert_eq!(again.random_value(), parent);
+    }
+
+    fn tick(id: &ObjectId) -> u32 {
+        let b = id.as_bytes();
+        u32::from_be_bytes([0, b[4], b[5], b[6]])
+    }
+
+    #[test]
+    fn subsecond_lays_out_seconds_tick_and_random_value() {
+        let g = Generator::new(RANDOM, 0, 0);
+        let a = g.next_subsecond(0x6500_0000, 500_000_000).unwrap();
+        assert_eq!(
+            a.as_bytes(),
+            &[0x65, 0, 0, 0, 0x80, 0, 0, 1, 2, 3, 4, 5],
+            "half a second is tick 0x800000"
+        );
+        assert_eq!(a.timestamp(), 0x6500_0000, "drivers read the seconds as usual");
+        // The last nanosecond of a second is its last tick.
+        let b = g.next_subsecond(0x6500_0000, 999_999_999).unwrap();
+        assert_eq!(tick(&b), 0xff_ffff);
+        assert!(a < b);
+    }
+
+    #[test]
+    fn subsecond_ids_of_different_generators_follow_the_clock() {
+        // The point of the mode: across generators, byte order is time order to within a tick,
+        // whatever the random values.
+        let high = Generator::new([0xff; 5], 0, 0);
+        let low = Generator::new([0; 5], 0, 0);
+        let mut ids = Vec::new();
+        for (i, nanos) in (0..1_000u32).map(|i| (i, i * 997_001)) {
+            let g = if i % 2 == 0 { &high } else { &low };
+            ids.push(g.next_subsecond(T, nanos).unwrap());
+        }
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn subsecond_same_tick_takes_the_next_and_carries_into_the_next_second() {
+        let g = Generator::new(RANDOM, 0, 0);
+        let ids: Vec<ObjectId> = (0..3)
+            .map(|_| g.next_subsecond(100, 999_999_990).unwrap())
+            .collect();
+        let fields: Vec<(u32, u32)> = ids.iter().map(|x| (x.timestamp(), tick(x))).collect();
+        assert_eq!(
+            fields,
+            [(100, 0xff_ffff), (101, 0), (101, 1)],
+            "one tick per id, the stamp runs ahead of the frozen clock"
+        );
+        // The clock passing the stamp takes over again.
+        assert_eq!(g.next_subsecond(101, 500_000_000).unwrap().timestamp(), 101);
+        assert_eq!(tick(&g.next_subsecond(102, 0).unwrap()), 0);
+    }
+
+    #[test]
+    fn subsecond_clock_stepping_back_keeps_ascending() {
+        let g = Generator::new(RANDOM, 0, 0);
+        let readings = [(1_000, 5), (990, 7), (999, 999_999_999), (1_000, 4), (1_001, 0)];
+        let ids = readings.map(|(s, ns)| g.next_subsecond(s, ns).unwrap());
+        assert_eq!(ids.map(|x| x.timestamp()), [1_000, 1_000, 1_000, 1_000, 1_001]);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// A frozen clock for more than a second's worth of ticks: exactly consecutive words.
+    #[test]
+    fn subsecond_frozen_clock_never_repeats_an_id_in_20_million() {
+        const N: u64 = 20_000_000;
+        let g = Generator::new(RANDOM, 0, 0);
+        let word = |id: &ObjectId| (u64::from(id.timestamp()) << COUNTER_BITS) | u64::from(tick(id));
+        let mut previous = g.next_subsecond(T, 0).unwrap();
+        let first = word(&previous);
+        for i in 1..N {
+            let id = g.next_subsecond(T, 0).unwrap();
+            assert!(previous < id, "id {i}: {previous} then {id}");
+            previous = id;
+        }
+        assert_eq!(word(&previous), first + N - 1, "no tick skipped or repeated");
+        assert_eq!(previous.timestamp(), T + 1);
+    }
+
+    #[test]
+    fn subsecond_refuses_after_the_last_tick() {
+        let g = Generator::new(RANDOM, 0, 0);
+        let last = g.next_subsecond(u32::MAX, 999_999_999).unwrap();
+        assert_eq!((last.timestamp(), tick(&last)), (u32::MAX, 0xff_ffff));
+        assert_eq!(g.next_subsecond(u32::MAX, 0), Err(Exhausted::LastTick));
+        assert_eq!(g.next_subsecond(5, 0), Err(Exhausted::LastTick), "and stays so");
+        assert!(g.next(5).is_ok() && g.next_at(5).is_ok(), "the other kinds go on");
+    }
+
+    /// A random value whose first two bytes repeat as its last two makes one tick of every
+    /// second able to equal a `next` id; that tick is skipped.
+    #[test]
+    fn subsecond_never_equals_a_live_id() {
+        let random = [0xaa, 0xbb, 0xcc, 0xaa, 0xbb];
+        let g = Generator::new(random, 0x00cc_0000, 0);
+        let clash = 0x00aa_bbcc_u64;
+        let before = g.next_subsecond_word((u64::from(T) << COUNTER_BITS) | (clash - 1)).unwrap();
+        let after = g.next_subsecond_word((u64::from(T) << COUNTER_BITS) | clash).unwrap();
+        assert_eq!((tick(&before), tick(&after)), (0xaa_bbcb, 0xaa_bbcd), "tick 0xaabbcc skipped");
+        // What the skipped tick would have been: the bytes of the live id with counter 0xccaabb.
+        let live = ObjectId::from_parts(T, random, 0x00cc_aabb);
+        let mut skipped = *after.as_bytes();
+        skipped[4..7].copy_from_slice(&[0xaa, 0xbb, 0xcc]);
+        assert_eq!(&skipped, live.as_bytes(), "the skipped tick is the clash");
+        // Any other random value cannot clash at all: no tick is skipped.
+        let g = Generator::new(RANDOM, 0, 0);
+        let a = g.next_subsecond_word(clash).unwrap();
+        let b = g.next_subsecond_word(clash).unwrap();
+        assert_eq!((tick(&a), tick(&b)), (0xaa_bbcc, 0xaa_bbcd));
+    }
+
+    /// Backfill values whose last five bytes are the random value (bytes 7–11 of every
+    /// sub-second id) are skipped, so a backfill id never equals a sub-second id.
+    #[test]
+    fn next_at_never_equals_a_subsecond_id() {
+        let live = u64::from_be_bytes([0, 0, 0, 1, 2, 3, 4, 5]);
+        let start = (7 << 40) | live;
+        let g = Generator::new(RANDOM, 0, start - 1);
+        let tail = |id: ObjectId| u64::from_be_bytes(id.as_bytes()[4..12].try_into().unwrap());
+        let values: Vec<u64> = (0..3).map(|_| tail(g.next_at(T).unwrap())).collect();
+        assert_eq!(values, [start - 1, start + 1, start + 2]);
+        // Both skips in a row: the live block ends where a sub-second tail begins.
+        let block_end = (live << COUNTER_BITS) | COUNTER_MASK;
+        let after_block = block_end + 1;
+        assert_ne!(after_block & RANDOM_MASK, live);
+        assert_eq!(Generator::backfill_value(live << COUNTER_BITS, live), Some(after_block));
+        let both = 0x0102_0304_0500_0000_u64; // top 40 bits are the random value
+        assert_eq!(Generator::backfill_value(both, live), Some(both + (1 << 24)));
+        assert_eq!(Generator::backfill_value(u64::MAX - (1 << 24) + 1, 0xff_ffff_ffff), None);
+    }
+
+    #[test]
+    fn subsecond_is_unique_and_ordered_across_threads() {
+        let g = Arc::new(Generator::new(RANDOM, 0, 0));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let g = Arc::clone(&g);
+                std::thread::spawn(move || {
+                    (0..20_000u32)
+                        .map(|i| g.next_subsecond(T, i % 1_000).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<ObjectId> = Vec::new();
+        for h in handles {
+            let ids = h.join().unwrap();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "per thread ascending");
+            all.extend(ids);
+        }
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "no duplicates");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `gen_objectid()`, `gen_objectid_at()` and `objectid_generator_mode()`.
+//! `gen_objectid()`, `gen_objectid_subsecond()`, `gen_objectid_at()` and
+//! `objectid_generator_mode()`.
 //!
 //! Server mode: one generator for the whole server, in shared memory, so that ids from every
 //! session ascend together and inserts land at the right edge of btree indexes. It lives in the
@@ -28,7 +29,7 @@ use super::time::out_of_range_error;
 /// layout of `Generator`, whose size both reservations take from `size_of`: the registry outlives
 /// a library upgrade without a restart, so a new layout takes a new name rather than meeting a
 /// segment of the old size (an error) while older backends still use the old one.
-const SHMEM_NAME: &core::ffi::CStr = c"pg_objectid generator v2";
+const SHMEM_NAME: &core::ffi::CStr = c"pg_objectid generator v3";
 
 /// The server-wide generator once this process has found it. Set in the postmaster when
 /// preloaded (children inherit it with the mapping), or on first use from the DSM registry.
@@ -81,6 +82,14 @@ fn gen_objectid() -> ObjectId {
     with_generator(next_id)
 }
 
+/// Ids for tables written by several servers at once: seconds, then the fraction of the second,
+/// then the generator's random value (`crate::core::generator`, `next_subsecond`).
+#[pg_extern(sql = false)]
+fn gen_objectid_subsecond() -> ObjectId {
+    let (seconds, nanos) = clock::unix_seconds_and_nanos();
+    with_generator(|g| next_id_subsecond(g, seconds, nanos))
+}
+
 #[pg_extern(sql = false)]
 fn gen_objectid_at(at: TimestampWithTimeZone) -> ObjectId {
     let seconds =
@@ -91,6 +100,12 @@ fn gen_objectid_at(at: TimestampWithTimeZone) -> ObjectId {
 /// `gen_objectid()` on a given generator: the next id for the clock, or the limit's error.
 pub(crate) fn next_id(g: &Generator) -> ObjectId {
     g.next(clock::unix_seconds())
+        .unwrap_or_else(|e| exhausted_error(e))
+}
+
+/// `gen_objectid_subsecond()` on a given generator and clock reading.
+pub(crate) fn next_id_subsecond(g: &Generator, seconds: u32, nanos: u32) -> ObjectId {
+    g.next_subsecond(seconds, nanos)
         .unwrap_or_else(|e| exhausted_error(e))
 }
 
@@ -110,6 +125,11 @@ fn exhausted_error(e: Exhausted) -> ! {
             "objectid generator reached its limit",
             "Its ids have used every counter value up to second 2106-02-07 06:28:15+00, the last \
              an objectid can carry; the generator never wraps.",
+        ),
+        Exhausted::LastTick => (
+            "gen_objectid_subsecond() reached the limit of its generator",
+            "Its ids have used every tick up to the last one of second 2106-02-07 06:28:15+00, \
+             the last an objectid can carry; the generator never wraps.",
         ),
         Exhausted::Backfill => (
             "gen_objectid_at() reached the limit of its generator",

@@ -8,6 +8,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("bytea", "i", true, "s", true),
     ("gen_objectid", "v", true, "s", false),
     ("gen_objectid_at", "v", true, "s", false),
+    ("gen_objectid_subsecond", "v", true, "s", false),
     ("max", "i", false, "s", false),
     ("min", "i", false, "s", false),
     ("objectid", "i", true, "s", false),
@@ -375,7 +376,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     );
     let want = extension_objects(&mut fresh);
     assert!(want.len() > 50, "{} objects", want.len());
-    for old in ["0.1.0", "0.2.0"] {
+    for old in ["0.1.0", "0.2.0", "0.3.0"] {
         assert_ne!(old, current);
         let mut c = fresh_database("t_ext_update");
         c.batch_execute(&format!(

@@ -1,4 +1,5 @@
-//! gen_objectid(), gen_objectid_at() and objectid_generator_mode() in a real server.
+//! gen_objectid(), gen_objectid_subsecond(), gen_objectid_at() and objectid_generator_mode() in a
+//! real server.
 //!
 //! scripts/test.sh runs this module on two clusters per version: one without and one with
 //! `shared_preload_libraries = 'pg_objectid'`. The tests read which one they are on from the
@@ -338,5 +339,156 @@ fn gen_objectid_at_never_equals_a_live_id() {
              ORDER BY n) AS not_up FROM backfill) s WHERE not_up"
         ),
         0
+    );
+}
+
+/// The time a gen_objectid_subsecond() id `id` carries, in Unix seconds: its seconds plus its
+/// tick (bytes 5–7) in units of 2^-24 s.
+const SUBSECOND_TIME: &str = "(extract(epoch FROM objectid_timestamp(id))::float8 \
+     + ((get_byte(id::bytea, 4) << 16) + (get_byte(id::bytea, 5) << 8) + get_byte(id::bytea, 6))::float8 / 16777216)";
+
+/// Issue 12: ids whose bytes after the seconds are the clock's fraction of the second, read
+/// between two clock readings, ascending in generation order, and ending in the generator's
+/// random value (the same as gen_objectid()'s: one generator).
+#[test]
+fn subsecond_ids_carry_the_clock_and_ascend() {
+    let mut c = fresh_db("t_gen_subsecond");
+    c.batch_execute(
+        "SET max_parallel_workers_per_gather = 0; \
+         CREATE TABLE s AS SELECT n, extract(epoch FROM clock_timestamp())::float8 AS before, \
+                gen_objectid_subsecond() AS id, extract(epoch FROM clock_timestamp())::float8 AS after \
+         FROM generate_series(1, 20000) n",
+    )
+    .unwrap();
+    // A tick truncates the clock to 2^-24 s (and float8 epochs near 2^31 s keep ~0.5 us), so
+    // an id is at most a microsecond before the reading taken just ahead of it. It can run
+    // ahead of the clock only by one tick per id made faster than the clock ticks, by any
+    // session of the server: far less than 0.1 s here.
+    assert_eq!(
+        one_i64(
+            &mut c,
+            &format!(
+                "SELECT count(*) FROM s WHERE NOT ({SUBSECOND_TIME} BETWEEN before - 1e-6 AND after + 0.1)"
+            )
+        ),
+        0,
+        "ids whose time is not the clock's"
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM (SELECT id <= lag(id) OVER (ORDER BY n) AS not_up FROM s) x \
+             WHERE not_up"
+        ),
+        0,
+        "ids must strictly increase in generation order"
+    );
+    // Spread over the second, not bunched in a counter: ticks differ between consecutive ids.
+    assert!(
+        one_i64(
+            &mut c,
+            "SELECT count(DISTINCT substr(id::bytea, 5, 3)) FROM s"
+        ) == 20_000
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(DISTINCT substr(id::bytea, 8, 5)) FROM s"
+        ),
+        1,
+        "one random value per generator"
+    );
+    assert!(
+        one_bool(
+            &mut c,
+            "SELECT substr(gen_objectid_subsecond()::bytea, 8, 5) = substr(gen_objectid()::bytea, 5, 5)"
+        ),
+        "gen_objectid() and gen_objectid_subsecond() of one session share the generator"
+    );
+}
+
+fn subsecond_in_session(db: &str, session: i32, n: i32) {
+    let mut c = connect_to(db);
+    c.execute(
+        "INSERT INTO gen SELECT $1, g, gen_objectid_subsecond() FROM generate_series(1, $2) g",
+        &[&session, &n],
+    )
+    .unwrap();
+}
+
+/// Issue 12: several sessions at once, alongside gen_objectid() and gen_objectid_at() on the
+/// same generator: no id repeats, in any kind, and each session's ids ascend.
+#[test]
+fn subsecond_sessions_make_unique_ordered_ids() {
+    const SESSIONS: i32 = 4;
+    const PER_SESSION: i32 = 100_000;
+    let db = "t_gen_subsecond_concurrent";
+    let mut c = fresh_db(db);
+    c.batch_execute("CREATE UNLOGGED TABLE gen (session int, seq int, id objectid)")
+        .unwrap();
+    let handles: Vec<_> = (1..=SESSIONS)
+        .map(|s| thread::spawn(move || subsecond_in_session(db, s, PER_SESSION)))
+        .collect();
+    c.batch_execute(
+        "INSERT INTO gen SELECT 0, g, gen_objectid() FROM generate_series(1, 100000) g; \
+         INSERT INTO gen SELECT -1, g, gen_objectid_at(now()) FROM generate_series(1, 100000) g",
+    )
+    .unwrap();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let total = i64::from(SESSIONS * PER_SESSION) + 200_000;
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(DISTINCT id) FROM gen"),
+        total,
+        "duplicate ids"
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM (SELECT id <= lag(id) OVER (PARTITION BY session ORDER BY seq) \
+             AS not_up FROM gen WHERE session > 0) s WHERE not_up"
+        ),
+        0,
+        "a session's ids out of generation order"
+    );
+    if expected_mode(&mut c) == "server" {
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(DISTINCT substr(id::bytea, 8, 5)) FROM gen WHERE session > 0"
+            ),
+            1,
+            "the sessions share the server's generator"
+        );
+    }
+}
+
+/// Issue 12: as a column default, keys rise in insertion order, so inserts land at the index's
+/// right edge.
+#[test]
+fn subsecond_default_for_a_primary_key() {
+    let mut c = fresh_db("t_gen_subsecond_default");
+    c.batch_execute(
+        "CREATE TABLE items (id objectid PRIMARY KEY DEFAULT gen_objectid_subsecond(), n int); \
+         INSERT INTO items (n) SELECT generate_series(1, 10000); \
+         INSERT INTO items (n) VALUES (0)",
+    )
+    .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM (SELECT id <= lag(id) OVER (ORDER BY n = 0, n) AS not_up \
+             FROM items) s WHERE not_up"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM items WHERE objectid_timestamp(id) >= now() - interval '1 minute'"
+        ),
+        10001,
+        "the time condition reads the seconds as for any objectid"
     );
 }
