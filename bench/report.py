@@ -329,6 +329,7 @@ class Report:
         self.sort()
         self.reads()
         self.layout()
+        self.citus()
         body = self.lines[body_start:]
         self.lines = self.lines[:body_start]
         servers = d["servers"]
@@ -364,6 +365,53 @@ class Report:
         for note in self.target_notes:
             self.w(note, "")
         self.lines.extend(body)
+
+    def citus(self):
+        """Section 7, from bench-citus.json beside this report when scripts/bench_citus.sh made one."""
+        path = os.path.join(self.outdir, "bench-citus.json")
+        if not os.path.exists(path):
+            return
+        with open(path) as f:
+            c = json.load(f)
+        writers = c["writers"]
+
+        def densities(key, w):
+            return [s["leaf_density"] for run in c["runs"][key][str(w)] for s in run["shards"]]
+
+        def span(key, w):
+            d = densities(key, w)
+            return f"{min(d):.1f}–{max(d):.1f} %" if d else "n/a"
+
+        self.w("## 7. Writes from several nodes (Citus)", "",
+               f"Made by `bash scripts/bench_citus.sh` on {c['date']} in {c['elapsed_s'] / 60:.0f} min: Citus "
+               f"{c['citus']} on PostgreSQL {c['server']}, a coordinator and two workers on this machine "
+               f"({c['machine']['cores']} cores), a table distributed by its key over {c['shards']} shards, "
+               f"{c['clients_per_node']} pgbench clients per writing node, {c['seconds']} s of single-row "
+               "inserts into an empty table, the key from the column's `DEFAULT`, so each writing node uses its "
+               "own generator. Writing nodes: the coordinator, then also worker 1, then also worker 2. Figures: "
+               "`avg_leaf_density` (pgstattuple) of every shard's primary key, lowest–highest over the shards"
+               + (f" and {c['reps']} repetitions" if c["reps"] > 1 else "")
+               + ". Raw results: [bench-citus.json](bench-citus.json).", "")
+        rows = []
+        for g in c["generators"]:
+            k = g["key"]
+            last = c["runs"][k][str(writers[-1])]
+            total = sum(r["rows"] for r in last) // max(len(last), 1)
+            rows.append([g["label"], g["type"]] + [span(k, w) for w in writers] + [f"{total:,}"])
+        self.table(["generator", "key type"] + [f"{w} writing node{'s' if w > 1 else ''}" for w in writers]
+                   + [f"rows with {writers[-1]} nodes"], rows)
+        sub = densities("gen_objectid_subsecond", writers[-1])
+        if sub:
+            lo = min(sub)
+            self.w(f"Target: an objectid generator with ≥ 85 % leaf density with {writers[-1]} writing nodes: "
+                   f"`gen_objectid_subsecond()` lowest {lo:.1f} % — **{'met' if lo >= 85 else 'not met'}**.", "")
+        self.w("**What it means.** `gen_objectid()` ids of one server ascend, but the bytes after the seconds are "
+               "the server's random value, so within a second each node's ids fill a key range of their own: "
+               "with several writing nodes a shard's index takes several ascending streams, and its leaves split "
+               "in the middle as they do for random keys. `gen_objectid_subsecond()` and `uuidv7()` put finer "
+               "time right after the seconds (a 2^-24 s tick; milliseconds and a 12-bit fraction), so the ids "
+               "of every node follow the clock and land at the right edge of each shard's index. See "
+               "[distributed.md](distributed.md) for the choice.", "")
 
     def fit_line(self):
         """Whether the largest bulk-loaded primary key fits in shared buffers (it should not)."""

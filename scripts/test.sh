@@ -3,8 +3,10 @@
 #   scripts/test.sh           all of 13 14 15 16 17 18
 #   scripts/test.sh 15        a subset (or PG_OBJECTID_VERSIONS="15 18")
 # Per version: the server suite (tests/server) against a throwaway cluster, its generator tests
-# again with the library preloaded, then the in-process pgrx tests (pgrx-tests/). Before them the core's unit tests; after them, when 15, 17 and 18
-# are selected, the dump/restore and pg_upgrade checks (scripts/cross_version.sh).
+# again with the library preloaded, then the in-process pgrx tests (pgrx-tests/), and on 16-18
+# the Citus suite (tests/citus, scripts/citus_test.sh). Before them the core's unit tests; after
+# them, when 15, 17 and 18 are selected, the dump/restore and pg_upgrade checks
+# (scripts/cross_version.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -15,8 +17,10 @@ cd "$ROOT"
 log "core unit tests"
 cargo test
 
-# The server suite is an ordinary client program, the same for every server version.
+# The server suite is an ordinary client program, the same for every server version; so is the
+# Citus suite.
 cargo test --test server --no-run
+cargo test --test citus --no-run
 
 base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}
 running=()
@@ -54,6 +58,15 @@ for v in "${versions[@]}"; do
     # Issue 10, killed mid-write: pg_ctl -m immediate under 4 inserting sessions, both generator modes.
     "$ROOT/scripts/crash_test.sh" "$v" "$base/crash$v" "$port" || server=FAILED
 
+    # Issue 12: a coordinator and two workers, on the versions Citus 14 supports. The script
+    # builds Citus into this server's tree the first time (cached afterwards). Before the pgrx
+    # tests, which install their own build (with the pg_test feature) over the one tested here.
+    citus=-
+    if [ "$v" -ge 16 ]; then
+        citus=passed
+        "$ROOT/scripts/citus_test.sh" "$v" || citus=FAILED
+    fi
+
     log "in-process pgrx tests on PostgreSQL $v"
     pgrx_args=("pg$v")
     if [ "$(id -u)" = 0 ]; then
@@ -66,8 +79,8 @@ for v in "${versions[@]}"; do
     pgrx=passed
     cargo pgrx test "${pgrx_args[@]}" || pgrx=FAILED
 
-    [ "$server" = passed ] && [ "$pgrx" = passed ] || failed=1
-    summary+=("$(printf 'PostgreSQL %-3s server tests %-7s pgrx tests %-7s %4ds' "$v" "$server" "$pgrx" $((SECONDS - started)))")
+    [ "$server" = passed ] && [ "$pgrx" = passed ] && [ "$citus" != FAILED ] || failed=1
+    summary+=("$(printf 'PostgreSQL %-3s server tests %-7s pgrx tests %-7s citus tests %-7s %4ds' "$v" "$server" "$pgrx" "$citus" $((SECONDS - started)))")
 done
 
 selected() { printf '%s\n' "${versions[@]}" | grep -qx "$1"; }
@@ -77,6 +90,12 @@ if selected 15 && selected 17 && selected 18; then
     "$ROOT/scripts/cross_version.sh" 15 18 17 || cross=FAILED
     [ "$cross" = passed ] || failed=1
     summary+=("dump/restore and pg_upgrade to 18: $cross")
+fi
+if selected 15 && selected 18; then
+    replication=passed
+    "$ROOT/scripts/replication_test.sh" 15 18 || replication=FAILED
+    [ "$replication" = passed ] || failed=1
+    summary+=("logical replication 15 -> 18, streaming replication on 18: $replication")
 fi
 
 log "summary"

@@ -185,8 +185,7 @@ impl Generator {
         let mut current = self.backfill.load(Ordering::Relaxed);
         loop {
             // u64::MAX itself is never handed out: the state could not move past it.
-            let Some(value) = Self::backfill_value(current, live).filter(|&v| v != u64::MAX)
-            else {
+            let Some(value) = Self::backfill_value(current, live).filter(|&v| v != u64::MAX) else {
                 return Err(Exhausted::Backfill);
             };
             match self.backfill.compare_exchange_weak(
@@ -633,7 +632,11 @@ mod tests {
             &[0x65, 0, 0, 0, 0x80, 0, 0, 1, 2, 3, 4, 5],
             "half a second is tick 0x800000"
         );
-        assert_eq!(a.timestamp(), 0x6500_0000, "drivers read the seconds as usual");
+        assert_eq!(
+            a.timestamp(),
+            0x6500_0000,
+            "drivers read the seconds as usual"
+        );
         // The last nanosecond of a second is its last tick.
         let b = g.next_subsecond(0x6500_0000, 999_999_999).unwrap();
         assert_eq!(tick(&b), 0xff_ffff);
@@ -674,9 +677,18 @@ mod tests {
     #[test]
     fn subsecond_clock_stepping_back_keeps_ascending() {
         let g = Generator::new(RANDOM, 0, 0);
-        let readings = [(1_000, 5), (990, 7), (999, 999_999_999), (1_000, 4), (1_001, 0)];
+        let readings = [
+            (1_000, 5),
+            (990, 7),
+            (999, 999_999_999),
+            (1_000, 4),
+            (1_001, 0),
+        ];
         let ids = readings.map(|(s, ns)| g.next_subsecond(s, ns).unwrap());
-        assert_eq!(ids.map(|x| x.timestamp()), [1_000, 1_000, 1_000, 1_000, 1_001]);
+        assert_eq!(
+            ids.map(|x| x.timestamp()),
+            [1_000, 1_000, 1_000, 1_000, 1_001]
+        );
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
     }
 
@@ -685,7 +697,8 @@ mod tests {
     fn subsecond_frozen_clock_never_repeats_an_id_in_20_million() {
         const N: u64 = 20_000_000;
         let g = Generator::new(RANDOM, 0, 0);
-        let word = |id: &ObjectId| (u64::from(id.timestamp()) << COUNTER_BITS) | u64::from(tick(id));
+        let word =
+            |id: &ObjectId| (u64::from(id.timestamp()) << COUNTER_BITS) | u64::from(tick(id));
         let mut previous = g.next_subsecond(T, 0).unwrap();
         let first = word(&previous);
         for i in 1..N {
@@ -693,7 +706,11 @@ mod tests {
             assert!(previous < id, "id {i}: {previous} then {id}");
             previous = id;
         }
-        assert_eq!(word(&previous), first + N - 1, "no tick skipped or repeated");
+        assert_eq!(
+            word(&previous),
+            first + N - 1,
+            "no tick skipped or repeated"
+        );
         assert_eq!(previous.timestamp(), T + 1);
     }
 
@@ -703,8 +720,15 @@ mod tests {
         let last = g.next_subsecond(u32::MAX, 999_999_999).unwrap();
         assert_eq!((last.timestamp(), tick(&last)), (u32::MAX, 0xff_ffff));
         assert_eq!(g.next_subsecond(u32::MAX, 0), Err(Exhausted::LastTick));
-        assert_eq!(g.next_subsecond(5, 0), Err(Exhausted::LastTick), "and stays so");
-        assert!(g.next(5).is_ok() && g.next_at(5).is_ok(), "the other kinds go on");
+        assert_eq!(
+            g.next_subsecond(5, 0),
+            Err(Exhausted::LastTick),
+            "and stays so"
+        );
+        assert!(
+            g.next(5).is_ok() && g.next_at(5).is_ok(),
+            "the other kinds go on"
+        );
     }
 
     /// A random value whose first two bytes repeat as its last two makes one tick of every
@@ -714,9 +738,17 @@ mod tests {
         let random = [0xaa, 0xbb, 0xcc, 0xaa, 0xbb];
         let g = Generator::new(random, 0x00cc_0000, 0);
         let clash = 0x00aa_bbcc_u64;
-        let before = g.next_subsecond_word((u64::from(T) << COUNTER_BITS) | (clash - 1)).unwrap();
-        let after = g.next_subsecond_word((u64::from(T) << COUNTER_BITS) | clash).unwrap();
-        assert_eq!((tick(&before), tick(&after)), (0xaa_bbcb, 0xaa_bbcd), "tick 0xaabbcc skipped");
+        let before = g
+            .next_subsecond_word((u64::from(T) << COUNTER_BITS) | (clash - 1))
+            .unwrap();
+        let after = g
+            .next_subsecond_word((u64::from(T) << COUNTER_BITS) | clash)
+            .unwrap();
+        assert_eq!(
+            (tick(&before), tick(&after)),
+            (0xaa_bbcb, 0xaa_bbcd),
+            "tick 0xaabbcc skipped"
+        );
         // What the skipped tick would have been: the bytes of the live id with counter 0xccaabb.
         let live = ObjectId::from_parts(T, random, 0x00cc_aabb);
         let mut skipped = *after.as_bytes();
@@ -743,10 +775,19 @@ mod tests {
         let block_end = (live << COUNTER_BITS) | COUNTER_MASK;
         let after_block = block_end + 1;
         assert_ne!(after_block & RANDOM_MASK, live);
-        assert_eq!(Generator::backfill_value(live << COUNTER_BITS, live), Some(after_block));
+        assert_eq!(
+            Generator::backfill_value(live << COUNTER_BITS, live),
+            Some(after_block)
+        );
         let both = 0x0102_0304_0500_0000_u64; // top 40 bits are the random value
-        assert_eq!(Generator::backfill_value(both, live), Some(both + (1 << 24)));
-        assert_eq!(Generator::backfill_value(u64::MAX - (1 << 24) + 1, 0xff_ffff_ffff), None);
+        assert_eq!(
+            Generator::backfill_value(both, live),
+            Some(both + (1 << 24))
+        );
+        assert_eq!(
+            Generator::backfill_value(u64::MAX - (1 << 24) + 1, 0xff_ffff_ffff),
+            None
+        );
     }
 
     #[test]
