@@ -218,12 +218,15 @@ done
 catch_up
 compare_all "initial sync"
 # A binary subscription copies its initial rows in binary too when both sides are 16 or later.
-copies=$(grep -c 'COPY .* TO STDOUT' "$pub/server.log" || true)
-binary_copies=$(grep -c 'COPY .* TO STDOUT WITH (FORMAT binary)' "$pub/server.log" || true)
+# Distinct statements, not log lines: a table-sync worker that retries logs its COPY again.
+copies=$({ grep -o 'COPY .* TO STDOUT.*$' "$pub/server.log" || true; } | sort -u | wc -l)
+binary_copies=$({ grep -o 'COPY .* TO STDOUT WITH (FORMAT binary).*$' "$pub/server.log" || true; } |
+    sort -u | wc -l)
 if [ "$binary" = yes ] && [ "$old" -ge 16 ] && [ "$new" -ge 16 ]; then
-    expect_equal "initial sync: sub_bin copied every table in binary" "$binary_copies of $copies" "4 of 8"
+    expect_equal "initial sync: sub_bin copied every table in binary, sub_text in text" \
+        "$binary_copies of $copies" "4 of 8"
 else
-    expect_equal "initial sync: every table copied in text" "$binary_copies of $copies" "0 of $((4 * ${#sub_dbs[@]}))"
+    expect_equal "initial sync: every table copied in text" "$binary_copies of $copies" "0 of 4"
 fi
 
 recent=$(psql_db "$pub" 55620 app "SELECT now() - interval '1 minute'")

@@ -38,11 +38,12 @@
 //! A separate 64-bit counter, the backfill counter, gives the 8 bytes after the seconds. It
 //! starts at a random value below 2^63, only goes up, and skips the 2^24 values whose first five
 //! bytes are the generator's random value, so a backfill id never equals an id of `next`
-//! (those all carry the random value there). The counter refuses rather than wrap: u64::MAX is
-//! never used, which leaves at least 2^63 - 2^24 backfill ids per generator (u64::MAX - start
-//! values, less the skipped block): unique whatever seconds they carry, and ascending in call
-//! order within one second. The backfill counter and the
-//! floor are independent: backfilling never moves the live ids' second or counter.
+//! (those all carry the random value there), and the values whose last five bytes are, for
+//! `next_subsecond` (below). The counter refuses rather than wrap: u64::MAX is never used, which
+//! leaves at least 2^63 - 2^24 - 2^23 backfill ids per generator (u64::MAX - start values, less
+//! the skipped block and one value in 2^40 of the at most 2^63 passed): unique whatever seconds
+//! they carry, and ascending in call order within one second. The backfill counter and the
+//! other words are independent: backfilling never moves the live ids' second or counter.
 //!
 //! # `next_subsecond`: ids for the current time, finer than a second (`gen_objectid_subsecond()`)
 //!
