@@ -98,6 +98,16 @@ if selected 15 && selected 18; then
     summary+=("logical replication 15 -> 18, streaming replication on 18: $replication")
 fi
 
+# Issue 13: the mongoexport recipe of docs/mongodb.md, once, on the newest selected version (its
+# SQL function uses the RETURN form of PostgreSQL 14). Every version's build is still installed.
+newest=${versions[${#versions[@]}-1]}
+if [ "$newest" -ge 14 ]; then
+    mongodb=passed
+    "$ROOT/scripts/mongodb_test.sh" "$newest" 55652 || mongodb=FAILED
+    [ "$mongodb" = passed ] || failed=1
+    summary+=("mongoexport recipe (docs/mongodb.md) on $newest: $mongodb")
+fi
+
 log "summary"
 printf '  %s\n' "${summary[@]}"
 exit $failed

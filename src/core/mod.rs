@@ -2,6 +2,7 @@
 //! random source, with no PostgreSQL in it, so that plain `cargo test` covers it in seconds.
 
 pub mod clock;
+pub mod extjson;
 pub mod fork;
 pub mod generator;
 pub mod objectid;

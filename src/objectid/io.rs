@@ -16,21 +16,25 @@ fn objectid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<ObjectI
         Ok(id) => return Some(id),
         Err(err) => err,
     };
-    let message = format!(
-        "invalid input syntax for type objectid: \"{}\"",
-        input.to_string_lossy()
-    );
+    let (message, detail) = invalid_text(&input.to_string_lossy(), err);
+    let code = PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION;
+    if !report_softly(fcinfo, code, &message, &detail) {
+        ereport!(ERROR, code, message, detail);
+    }
+    None
+}
+
+/// The message and detail of text that is not an objectid (ERRCODE_INVALID_TEXT_REPRESENTATION),
+/// for the type's input function and for the jsonb cast alike.
+pub(super) fn invalid_text(input: &str, err: ParseError) -> (String, String) {
+    let message = format!("invalid input syntax for type objectid: \"{input}\"");
     let detail = match err {
         ParseError::Length(n) => {
             format!("An objectid has {HEX_LEN} hexadecimal digits; this input has {n} bytes.")
         }
         ParseError::Digit(at) => format!("Byte {} is not a hexadecimal digit.", at + 1),
     };
-    let code = PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION;
-    if !report_softly(fcinfo, code, &message, &detail) {
-        ereport!(ERROR, code, message, detail);
-    }
-    None
+    (message, detail)
 }
 
 #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]

@@ -22,6 +22,7 @@ mod compare;
 pub(crate) mod generate;
 mod hash;
 mod io;
+mod json;
 mod time;
 
 #[cfg(feature = "pg_test")]
@@ -108,6 +109,11 @@ mod install {
     extension_sql_file!(
         "../../sql/objectid_casts.sql",
         name = "objectid_casts",
+        requires = ["objectid_type"]
+    );
+    extension_sql_file!(
+        "../../sql/objectid_json.sql",
+        name = "objectid_json",
         requires = ["objectid_type"]
     );
     extension_sql_file!(

@@ -68,7 +68,7 @@ fn casts_are_explicit_only() {
         .query(
             "SELECT castsource::regtype::text, casttarget::regtype::text, castcontext::text \
              FROM pg_cast WHERE castsource = 'objectid'::regtype OR casttarget = 'objectid'::regtype \
-             ORDER BY 1",
+             ORDER BY 1, 2",
             &[],
         )
         .unwrap();
@@ -80,7 +80,9 @@ fn casts_are_explicit_only() {
         got,
         vec![
             ("bytea".into(), "objectid".into(), "e".into()),
+            ("jsonb".into(), "objectid".into(), "e".into()),
             ("objectid".into(), "bytea".into(), "e".into()),
+            ("objectid".into(), "jsonb".into(), "e".into()),
         ]
     );
     // No implicit conversion: a bytea cannot be compared with an objectid unconverted.

@@ -9,8 +9,11 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("gen_objectid", "v", true, "s", false),
     ("gen_objectid_at", "v", true, "s", false),
     ("gen_objectid_subsecond", "v", true, "s", false),
+    ("jsonb", "i", true, "s", true),
     ("max", "i", false, "s", false),
     ("min", "i", false, "s", false),
+    // objectid(bytea) and objectid(jsonb), the casts' functions.
+    ("objectid", "i", true, "s", false),
     ("objectid", "i", true, "s", false),
     ("objectid_cmp", "i", true, "s", true),
     ("objectid_eq", "i", true, "s", true),
@@ -376,7 +379,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     );
     let want = extension_objects(&mut fresh);
     assert!(want.len() > 50, "{} objects", want.len());
-    for old in ["0.1.0", "0.2.0", "0.3.0"] {
+    for old in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
         assert_ne!(old, current);
         let mut c = fresh_database("t_ext_update");
         c.batch_execute(&format!(

@@ -15,6 +15,7 @@ mod extension;
 mod fuzz;
 mod generate;
 mod indexes;
+mod json;
 mod operators;
 mod planner;
 mod rekey;

@@ -1,0 +1,184 @@
+"""Runs the mongoexport recipe of docs/mongodb.md on files written by pymongo's bson library.
+
+Usage: recipe.py DOCS_PAGE PSQL WORKDIR, with PGHOST, PGPORT and PGUSER set for psql.
+
+For each Extended JSON mode (canonical, relaxed) it writes an export of generated orders with
+bson.json_util.dumps, one document per line as mongoexport writes them, runs the SQL blocks between
+the page's `mongodb-recipe` markers in psql in a fresh database, and checks the loaded table, the
+page's creation-time query and the file exported back against the original documents.
+"""
+
+import datetime
+import os
+import random
+import re
+import subprocess
+import sys
+
+from bson import json_util
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+from bson.json_util import CANONICAL_JSON_OPTIONS, RELAXED_JSON_OPTIONS
+from bson.objectid import ObjectId
+
+DOCS, PSQL, WORKDIR = sys.argv[1:4]
+ORDERS = 5000
+UTC = datetime.timezone.utc
+# The export's newest order; the others are spread over the 30 days before it.
+NEWEST = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+
+def fail(message):
+    print(f"mongodb recipe: FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def object_id(rng, when):
+    """An ObjectId as a driver makes one: the second, 5 random bytes, a 3-byte counter."""
+    seconds = int(when.timestamp()).to_bytes(4, "big")
+    return ObjectId(seconds + rng.randbytes(5) + rng.randbytes(3))
+
+
+def orders():
+    rng = random.Random(13)
+    customers = [object_id(rng, NEWEST - datetime.timedelta(days=400 + i)) for i in range(50)]
+    docs = []
+    for i in range(ORDERS):
+        created = NEWEST - datetime.timedelta(seconds=rng.randrange(30 * 86400)) if i else NEWEST
+        placed = created.replace(tzinfo=None, microsecond=rng.randrange(1000) * 1000)
+        docs.append(
+            {
+                "_id": object_id(rng, created),
+                "customer": rng.choice(customers),
+                "items": [object_id(rng, created) for _ in range(rng.randrange(4))],
+                # bson keeps milliseconds, in UTC; json_util.loads gives naive UTC datetimes back.
+                "placed": placed,
+                "quantity": Int64(rng.randrange(1, 2**40)),
+                "total": Decimal128(f"{rng.randrange(100000)}.{rng.randrange(100):02d}"),
+                "note": rng.choice(
+                    ['plain', 'with "quotes"', "back\\slash", "two\nlines", "tab\there", "ünïcödé ✓", ""]
+                ),
+            }
+        )
+    # Dates that relaxed mode cannot write as ISO 8601 strings: before 1970.
+    docs[1]["placed"] = datetime.datetime(1969, 7, 20, 20, 17, 40)
+    docs[2]["placed"] = datetime.datetime(1900, 1, 1, 0, 0, 0, 1000)
+    return docs
+
+
+def recipe_blocks(page):
+    """The ```sql blocks between the page's mongodb-recipe markers, in order."""
+    text = open(page, encoding="utf-8").read()
+    match = re.search(r"<!-- mongodb-recipe: begin -->(.*?)<!-- mongodb-recipe: end -->", text, re.S)
+    if not match:
+        fail(f"{page} has no mongodb-recipe markers")
+    blocks = re.findall(r"```sql\n(.*?)```", match.group(1), re.S)
+    if len(blocks) < 3:
+        fail(f"{page}: expected the recipe's sql blocks, found {len(blocks)}")
+    return blocks
+
+
+def psql(database, *args, cwd=None, input=None):
+    command = [PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", database, *args]
+    result = subprocess.run(command, cwd=cwd, input=input, capture_output=True, text=True,
+                            env={**os.environ, "PGTZ": "UTC"})
+    if result.returncode != 0:
+        fail(f"psql {' '.join(args)} in {database}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def rows(database, sql):
+    return [line.split("|") for line in psql(database, "-At", "-c", sql).splitlines()]
+
+
+def timestamp(text):
+    """A timestamptz as psql prints it with TimeZone UTC ("2026-11-30 12:00:00.123+00")."""
+    return datetime.datetime.fromisoformat(text + ":00" if re.search(r"[+-]\d\d$", text) else text)
+
+
+def check(mode, docs, blocks):
+    database = f"mongodb_recipe_{mode}"
+    directory = os.path.join(WORKDIR, mode)
+    os.makedirs(directory, exist_ok=True)
+    options = CANONICAL_JSON_OPTIONS if mode == "canonical" else RELAXED_JSON_OPTIONS
+    with open(os.path.join(directory, "orders.json"), "w", encoding="utf-8") as out:
+        for doc in docs:
+            out.write(json_util.dumps(doc, json_options=options) + "\n")
+
+    psql("postgres", "-c", f"DROP DATABASE IF EXISTS {database}")
+    psql("postgres", "-c", f"CREATE DATABASE {database}")
+    psql(database, "-c", "CREATE EXTENSION pg_objectid")
+    recipe = "\n".join(blocks)
+    output = psql(database, "-A", "-F", "|", "-f", "-", cwd=directory, input=recipe)
+
+    # Every key as the driver's 12 bytes, and the creation second the driver reads from it.
+    loaded = rows(database, "SELECT id::text, encode(id::bytea, 'hex'), "
+                            "extract(epoch FROM objectid_timestamp(id))::bigint FROM orders")
+    want = {str(d["_id"]): d["_id"] for d in docs}
+    if len(loaded) != len(docs):
+        fail(f"{mode}: {len(loaded)} rows loaded, {len(docs)} documents exported")
+    for text, raw, seconds in loaded:
+        oid = want.get(text)
+        if oid is None or raw != oid.binary.hex():
+            fail(f"{mode}: key {text} is not an exported _id")
+        if int(seconds) != int(oid.generation_time.timestamp()):
+            fail(f"{mode}: objectid_timestamp({text}) = {seconds}, the driver says {oid.generation_time}")
+
+    # The page's creation-time query: its result, and that it scans the key's index.
+    query = next(b for b in blocks if "objectid_timestamp(id) >=" in b and b.lstrip().startswith("SELECT"))
+    since = NEWEST - datetime.timedelta(days=1)
+    recent = [d for d in docs if d["_id"].generation_time >= since]
+    count, first, last_placed = rows(database, query)[0]
+    if int(count) != len(recent):
+        fail(f"{mode}: the last-day query counted {count}, Python counts {len(recent)}")
+    if timestamp(first) != min(d["_id"].generation_time for d in recent):
+        fail(f"{mode}: the last-day query's first order is {first}")
+    if timestamp(last_placed) != max(d["placed"] for d in recent).replace(tzinfo=UTC):
+        fail(f"{mode}: the last-day query's last placed date is {last_placed}")
+    plan = psql(database, "-At", "-c", "EXPLAIN (COSTS OFF) " + query)
+    if "orders_pkey" not in plan:
+        fail(f"{mode}: the last-day query does not use orders_pkey:\n{plan}")
+
+    # mongo_date() on every date, including those relaxed mode writes as $numberLong.
+    placed = rows(database, "SELECT id::text, mongo_date(body -> 'placed') FROM orders")
+    by_id = {str(d["_id"]): d["placed"] for d in docs}
+    for text, value in placed:
+        if timestamp(value) != by_id[text].replace(tzinfo=UTC):
+            fail(f"{mode}: mongo_date of {text} is {value}, exported {by_id[text]}")
+
+    # A lookup by a nested ObjectId, through the expression index.
+    customer = docs[0]["customer"]
+    lookup = f"SELECT count(*) FROM orders WHERE (body -> 'customer')::objectid = '{customer}'"
+    got = int(rows(database, lookup)[0][0])
+    if got != sum(d["customer"] == customer for d in docs):
+        fail(f"{mode}: the customer lookup counted {got}")
+    plan = psql(database, "-At", "-c", "EXPLAIN (COSTS OFF) " + lookup)
+    if "orders_customer" not in plan:
+        fail(f"{mode}: the customer lookup does not use orders_customer:\n{plan}")
+
+    # The export back to Extended JSON: every document as it went in, field for field.
+    with open(os.path.join(directory, "orders-out.json"), encoding="utf-8") as back:
+        returned = [json_util.loads(line) for line in back]
+    if len(returned) != len(docs):
+        fail(f"{mode}: {len(returned)} documents exported back")
+    original = {d["_id"]: d for d in docs}
+    for doc in returned:
+        if doc != original.get(doc["_id"]):
+            fail(f"{mode}: document {doc['_id']} came back as {doc!r}, went in as {original.get(doc['_id'])!r}")
+    ids = [d["_id"] for d in returned]
+    if ids != sorted(ids):
+        fail(f"{mode}: the export is not in key order")
+
+    psql("postgres", "-c", f"DROP DATABASE {database}")
+    print(f"mongodb recipe, {mode} Extended JSON: {len(docs)} documents loaded and exported back unchanged, "
+          f"{len(recent)} in the last day by key ({output.count(chr(10))} lines of psql output)")
+
+
+def main():
+    docs = orders()
+    blocks = recipe_blocks(DOCS)
+    for mode in ("canonical", "relaxed"):
+        check(mode, docs, blocks)
+
+
+main()
