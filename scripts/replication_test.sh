@@ -507,7 +507,7 @@ echo "note: after promotion, $below of 20000 new objectid keys sort at or below 
     "so the $same_second new keys stamped with the old primary's last second sort $order its keys of that second."
 # Expected: the refused insert, and the standby's WAL receiver losing the stopped primary.
 grep -E 'ERROR|FATAL|PANIC' "$primary/server.log" "$standby/server.log" |
-    grep -Ev 'cannot execute INSERT in a read-only transaction|could not connect to the primary server|could not receive data from WAL stream|could not send end-of-streaming message|terminating walreceiver|the database system is shutting down' &&
+    grep -Ev 'cannot execute INSERT in a read-only transaction|could not connect to the primary server|could not receive data from WAL stream|could not send data to WAL stream|could not send end-of-streaming message|terminating walreceiver|the database system is shutting down' &&
     die "errors in the server logs (above)"
 echo "ok: no unexpected errors in the primary's and standby's logs"
 echo "streaming replication: $((SECONDS - started)) s"

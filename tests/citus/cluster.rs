@@ -63,6 +63,12 @@ pub fn fresh_citus_database(name: &str) -> Client {
     }
     let mut c = coordinator(name);
     c.batch_execute("CREATE EXTENSION citus").unwrap();
+    // citus_add_node copies the cluster's roles to the worker (worker_create_or_alter_role, an
+    // ALTER ROLE of the same role each time): two tests registering nodes at once collide on that
+    // shared catalog row ("tuple concurrently updated", seen in CI on 16), so registrations take
+    // turns across the tests of this process.
+    static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = REGISTERING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     for (host, port, is_coordinator) in nodes {
         let call = if is_coordinator {
             "citus_set_coordinator_host"
