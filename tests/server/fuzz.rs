@@ -9,9 +9,9 @@
 //! - every function taking a timestamptz (`objectid_from_time`, `gen_objectid_at`, the bounds, the
 //!   `first_*`/`last_*` functions where this build has them, the `uuidv7_*` ones) and `uuidv7(interval)`.
 //!
-//! Each input must give the value the README documents, which must round-trip, or an ERROR with
+//! Each input must give the value docs/reference.md documents, which must round-trip, or an ERROR with
 //! the documented SQLSTATE (22P02 text, 22P03 binary and bytea length, 22008 times). The expected
-//! values come from a model written here from the README, not from the extension's code. After
+//! values come from a model written here from docs/reference.md, not from the extension's code. After
 //! each run the session that sent the inputs must still be the same backend (a crash anywhere
 //! resets them all), a new connection must work, and the server log (`PG_OBJECTID_TEST_LOG`, set
 //! by scripts/test.sh) must show no process terminated by a signal.
@@ -722,7 +722,7 @@ fn random_interval(rng: &mut StdRng, infinite: bool) -> Iv {
 }
 
 // ------------------------------------------------------------------------------------------
-// The model: what the README says each function gives
+// The model: what docs/reference.md says each function gives
 
 const OID_MIN: [u8; 12] = [0; 12];
 const OID_MAX: [u8; 12] = [0xff; 12];
@@ -990,7 +990,7 @@ fn check_text_message(input: &[u8], msg: Option<&[u8]>) -> Result<(), String> {
         return Err("no message".into());
     };
     let ok = match std::str::from_utf8(input) {
-        // README: ERROR 22P02 invalid input syntax for type objectid: "…"
+        // docs/reference.md: ERROR 22P02 invalid input syntax for type objectid: "…"
         Ok(s) => msg == format!("invalid input syntax for type objectid: \"{s}\"").as_bytes(),
         // How bytes that are not UTF-8 are shown is not documented: the frame only.
         Err(_) => {
@@ -1425,7 +1425,7 @@ fn bytea_cast() {
                     && back.as_deref() == Some(input.as_slice())
                     && st.is_none()
             } else {
-                // README: a bytea of another length is ERROR 22P03.
+                // docs/reference.md: a bytea of another length is ERROR 22P03.
                 res.is_none()
                     && st.as_deref() == Some("22P03")
                     && msg.as_deref().is_some_and(|m| {
@@ -1575,7 +1575,7 @@ fn check_objectid_call(
         }
     };
     let out_of_range = || -> Result<(), String> {
-        // README: ERROR 22008 timestamp out of range for type objectid: "…"
+        // docs/reference.md: ERROR 22008 timestamp out of range for type objectid: "…"
         let msg_ok = call.msg.is_some_and(|m| {
             m.starts_with("timestamp out of range for type objectid: \"")
                 && m.ends_with('"')
@@ -1715,7 +1715,7 @@ fn check_uuid_call(name: &str, t: i64, call: &Call) -> Result<(), String> {
         }
     };
     let out_of_range = || -> Result<(), String> {
-        // README: SQLSTATE 22008 timestamp out of range for UUID version 7.
+        // docs/reference.md: SQLSTATE 22008 timestamp out of range for UUID version 7.
         if got.is_none()
             && call.st == Some("22008")
             && call.msg == Some("timestamp out of range for UUID version 7")

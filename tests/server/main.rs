@@ -11,6 +11,7 @@ mod binary;
 mod casts;
 mod crash;
 mod differential;
+mod docs;
 mod extension;
 mod fuzz;
 mod generate;
