@@ -23,6 +23,10 @@ if printf '%s\n' "${versions[@]}" | grep -qxE '16|17|18'; then
     packages+=(libzstd-dev liblz4-dev libxml2-dev libkrb5-dev libssl-dev libpam0g-dev libselinux1-dev
         libreadline-dev)
 fi
+# The Debian package test (scripts/package_test.sh, with 15) uses dpkg-dev's dpkg-shlibdeps and
+# lints the package with lintian; the PGXN test (scripts/pgxn_test.sh) unpacks the zip with unzip.
+printf '%s\n' "${versions[@]}" | grep -qx 15 && packages+=(dpkg-dev lintian)
+packages+=(unzip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -110,6 +110,21 @@ if selected 15 && selected 18; then
     summary+=("logical replication 15 -> 18, streaming replication on 18: $replication")
 fi
 
+# Issue 13: the Debian package of 15, installed into Debian's own server with apt-get, used and
+# purged again (scripts/package_test.sh). It moves the development build of 15 aside meanwhile (and
+# back), so it runs after every other test of that server.
+if selected 15; then
+    debian=passed
+    PG_OBJECTID_PACKAGE_TEST_DIR="$base/package" "$ROOT/scripts/package_test.sh" 55650 || debian=FAILED
+    [ "$debian" = passed ] || failed=1
+    summary+=("Debian package on PostgreSQL 15: $debian")
+fi
+# The PGXN release: META.json against the spec (PGXN's validator and scripts/check_meta.py) and
+# against the control files built above, and the zip's contents.
+pgxn=passed
+"$ROOT/scripts/pgxn_test.sh" "${versions[@]}" || pgxn=FAILED
+[ "$pgxn" = passed ] || failed=1
+summary+=("PGXN META.json and zip: $pgxn")
 [ -n "${clients:-}" ] && summary+=("client libraries (Python, Node.js, Rust) on PostgreSQL $clients_version: $clients")
 # Issue 13: the mongoexport recipe of docs/mongodb.md, once, on the newest selected version (its
 # SQL function uses the RETURN form of PostgreSQL 14). Every version's build is still installed.
