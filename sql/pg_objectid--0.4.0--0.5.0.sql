@@ -10,7 +10,10 @@ CREATE FUNCTION @extschema@.jsonb(@extschema@.objectid)
 
 -- Accepts {"$oid": "…"} (and no other key) or a bare string of 24 hex digits; JSON null gives
 -- NULL, as PostgreSQL 18's jsonb casts do. Not LEAKPROOF: bad input raises an error quoting it.
-CREATE FUNCTION @extschema@.objectid(jsonb)
+-- Not named objectid(jsonb), after its target type as cast functions usually are: beside
+-- objectid(bytea) that would make objectid($1) with an untyped parameter ambiguous, which works
+-- with 0.4.0 (one candidate) and so would break after ALTER EXTENSION UPDATE.
+CREATE FUNCTION @extschema@.objectid_from_jsonb(jsonb)
     RETURNS @extschema@.objectid
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'objectid_from_jsonb_wrapper';
@@ -19,4 +22,4 @@ CREATE CAST (@extschema@.objectid AS jsonb)
     WITH FUNCTION @extschema@.jsonb(@extschema@.objectid);
 
 CREATE CAST (jsonb AS @extschema@.objectid)
-    WITH FUNCTION @extschema@.objectid(jsonb);
+    WITH FUNCTION @extschema@.objectid_from_jsonb(jsonb);

@@ -16,7 +16,7 @@ fn objectid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<ObjectI
         Ok(id) => return Some(id),
         Err(err) => err,
     };
-    let (message, detail) = invalid_text(&input.to_string_lossy(), err);
+    let (message, detail) = invalid_text(input.to_bytes(), err);
     let code = PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION;
     if !report_softly(fcinfo, code, &message, &detail) {
         ereport!(ERROR, code, message, detail);
@@ -26,8 +26,11 @@ fn objectid_in(input: &CStr, fcinfo: pg_sys::FunctionCallInfo) -> Option<ObjectI
 
 /// The message and detail of text that is not an objectid (ERRCODE_INVALID_TEXT_REPRESENTATION),
 /// for the type's input function and for the jsonb cast alike.
-pub(super) fn invalid_text(input: &str, err: ParseError) -> (String, String) {
-    let message = format!("invalid input syntax for type objectid: \"{input}\"");
+pub(super) fn invalid_text(input: &[u8], err: ParseError) -> (String, String) {
+    let message = format!(
+        "invalid input syntax for type objectid: \"{}\"",
+        quote(input)
+    );
     let detail = match err {
         ParseError::Length(n) => {
             format!("An objectid has {HEX_LEN} hexadecimal digits; this input has {n} bytes.")
@@ -35,6 +38,23 @@ pub(super) fn invalid_text(input: &str, err: ParseError) -> (String, String) {
         ParseError::Digit(at) => format!("Byte {} is not a hexadecimal digit.", at + 1),
     };
     (message, detail)
+}
+
+/// At most this many characters of bad input are quoted in an error message, followed by "...".
+pub(super) const QUOTE_MAX: usize = 100;
+
+/// The start of `input` for an error message. Only the bytes that `QUOTE_MAX` characters can take
+/// are looked at, so that the message's size does not grow with the input: Rust's allocator
+/// aborts the process when memory runs out, where PostgreSQL's palloc would raise an ERROR, and a
+/// user can hand any function hundreds of megabytes.
+pub(super) fn quote(input: &[u8]) -> String {
+    let window = &input[..input.len().min(4 * QUOTE_MAX)];
+    let text = String::from_utf8_lossy(window);
+    match text.char_indices().nth(QUOTE_MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None if window.len() < input.len() => format!("{text}..."),
+        None => text.into_owned(),
+    }
 }
 
 #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]

@@ -18,8 +18,7 @@ fn jsonb(id: &ObjectId) -> JsonB {
     JsonB(serde_json::json!({ OID_KEY: id.to_hex() }))
 }
 
-/// SQL `objectid(jsonb)`; the Rust name differs from the SQL one because `objectid(bytea)`
-/// (cast.rs) already exports `objectid_wrapper`. Mirrors jsonb.c's scalar casts (`jsonb_numeric`
+/// The cast from jsonb (see sql/objectid_json.sql for its name). Mirrors jsonb.c's scalar casts (`jsonb_numeric`
 /// and its siblings): a JSON null gives SQL NULL, as from PostgreSQL 18 on; any other kind that
 /// holds no ObjectId raises ERRCODE_INVALID_PARAMETER_VALUE with their message.
 #[pg_extern(sql = false)]
@@ -104,7 +103,7 @@ fn report(err: FromJsonError, found: Json<'_>, jsonb: *mut pg_sys::Jsonb) -> ! {
                 } => text,
                 _ => &[],
             };
-            let (message, detail) = super::io::invalid_text(&String::from_utf8_lossy(text), parse);
+            let (message, detail) = super::io::invalid_text(text, parse);
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
@@ -149,23 +148,19 @@ fn report(err: FromJsonError, found: Json<'_>, jsonb: *mut pg_sys::Jsonb) -> ! {
     }
 }
 
-/// The input as jsonb prints it, cut short if long: a bad key in a large document must not fill
-/// the log with the document.
+/// The input as jsonb prints it, cut short if long (see `io::quote`): a bad key in a large
+/// document must not fill the log with the document, nor copy it to Rust's heap.
 fn quoted(jsonb: *mut pg_sys::Jsonb) -> String {
-    const QUOTE_MAX: usize = 100;
-    // SAFETY: jsonb is the detoasted argument; JsonbToCString returns a palloc'd C string.
-    let text = unsafe {
+    // SAFETY: jsonb is the detoasted argument; JsonbToCString returns a NUL-terminated palloc'd
+    // string (its length argument only sizes the first allocation), freed once quoted.
+    unsafe {
         let out = pg_sys::JsonbToCString(
             core::ptr::null_mut(),
             &raw mut (*jsonb).root,
             pgrx::varsize_any_exhdr(jsonb.cast()) as i32,
         );
-        core::ffi::CStr::from_ptr(out)
-            .to_string_lossy()
-            .into_owned()
-    };
-    match text.char_indices().nth(QUOTE_MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text,
+        let text = super::io::quote(core::ffi::CStr::from_ptr(out).to_bytes());
+        pg_sys::pfree(out.cast());
+        text
     }
 }

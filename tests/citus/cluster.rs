@@ -68,7 +68,9 @@ pub fn fresh_citus_database(name: &str) -> Client {
     // shared catalog row ("tuple concurrently updated", seen in CI on 16), so registrations take
     // turns across the tests of this process.
     static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = REGISTERING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = REGISTERING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     for (host, port, is_coordinator) in nodes {
         let call = if is_coordinator {
             "citus_set_coordinator_host"

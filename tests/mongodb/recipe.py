@@ -9,6 +9,7 @@ page's creation-time query and the file exported back against the original docum
 """
 
 import datetime
+import hashlib
 import os
 import random
 import re
@@ -54,6 +55,9 @@ def orders():
                 # bson keeps milliseconds, in UTC; json_util.loads gives naive UTC datetimes back.
                 "placed": placed,
                 "quantity": Int64(rng.randrange(1, 2**40)),
+                # An int32 and doubles, integral ones among them: canonical mode must keep each type.
+                "lines": rng.randrange(100),
+                "rate": rng.choice([2.0, 1e20, -0.0, 1.5e-7, 0.1, 123456789.0, -3.25]),
                 "total": Decimal128(f"{rng.randrange(100000)}.{rng.randrange(100):02d}"),
                 "note": rng.choice(
                     ['plain', 'with "quotes"', "back\\slash", "two\nlines", "tab\there", "ünïcödé ✓", ""]
@@ -78,17 +82,24 @@ def recipe_blocks(page):
     return blocks
 
 
-def psql(database, *args, cwd=None, input=None):
+def psql(database, *args, cwd=None, input=None, encoding=None, expect_error=None):
     command = [PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", database, *args]
-    result = subprocess.run(command, cwd=cwd, input=input, capture_output=True, text=True,
-                            env={**os.environ, "PGTZ": "UTC"})
+    env = {**os.environ, "PGTZ": "UTC"}
+    if encoding:
+        env["PGCLIENTENCODING"] = encoding
+    result = subprocess.run(command, cwd=cwd, input=input, capture_output=True, text=True, env=env)
+    if expect_error is not None:
+        if result.returncode == 0 or expect_error not in result.stderr:
+            fail(f"psql {' '.join(args)} in {database}: expected an error with {expect_error!r}, "
+                 f"got exit {result.returncode}: {result.stderr.strip()}")
+        return result.stderr
     if result.returncode != 0:
         fail(f"psql {' '.join(args)} in {database}: {result.stderr.strip()}")
     return result.stdout
 
 
 def rows(database, sql):
-    return [line.split("|") for line in psql(database, "-At", "-c", sql).splitlines()]
+    return [line.split("|") for line in psql(database, "-At", "-c", sql, encoding="UTF8").splitlines()]
 
 
 def timestamp(text):
@@ -96,20 +107,23 @@ def timestamp(text):
     return datetime.datetime.fromisoformat(text + ":00" if re.search(r"[+-]\d\d$", text) else text)
 
 
-def check(mode, docs, blocks):
-    database = f"mongodb_recipe_{mode}"
-    directory = os.path.join(WORKDIR, mode)
+def check(mode, docs, blocks, encoding=None):
+    name = mode + (f"_{encoding.lower()}" if encoding else "")
+    database = f"mongodb_recipe_{name}"
+    directory = os.path.join(WORKDIR, name)
     os.makedirs(directory, exist_ok=True)
     options = CANONICAL_JSON_OPTIONS if mode == "canonical" else RELAXED_JSON_OPTIONS
     with open(os.path.join(directory, "orders.json"), "w", encoding="utf-8") as out:
         for doc in docs:
-            out.write(json_util.dumps(doc, json_options=options) + "\n")
+            # mongoexport writes text as UTF-8, not as \u escapes (Python's default).
+            out.write(json_util.dumps(doc, json_options=options, ensure_ascii=False) + "\n")
 
     psql("postgres", "-c", f"DROP DATABASE IF EXISTS {database}")
     psql("postgres", "-c", f"CREATE DATABASE {database}")
     psql(database, "-c", "CREATE EXTENSION pg_objectid")
     recipe = "\n".join(blocks)
-    output = psql(database, "-A", "-F", "|", "-f", "-", cwd=directory, input=recipe)
+    # The client's encoding must not matter: the recipe's COPY reads and writes UTF-8 files.
+    output = psql(database, "-A", "-F", "|", "-f", "-", cwd=directory, input=recipe, encoding=encoding)
 
     # Every key as the driver's 12 bytes, and the creation second the driver reads from it.
     loaded = rows(database, "SELECT id::text, encode(id::bytea, 'hex'), "
@@ -123,6 +137,14 @@ def check(mode, docs, blocks):
             fail(f"{mode}: key {text} is not an exported _id")
         if int(seconds) != int(oid.generation_time.timestamp()):
             fail(f"{mode}: objectid_timestamp({text}) = {seconds}, the driver says {oid.generation_time}")
+
+    # The text as stored, not only as exported: a COPY that read the file in the client's encoding
+    # would store mojibake and write it back unchanged, so the round trip alone would not tell.
+    notes = rows(database, "SELECT id::text, md5(body ->> 'note') FROM orders")
+    want_notes = {str(d["_id"]): hashlib.md5(d["note"].encode("utf-8")).hexdigest() for d in docs}
+    for text, digest in notes:
+        if digest != want_notes[text]:
+            fail(f"{name}: the note of {text} is stored differently from the export")
 
     # The page's creation-time query: its result, and that it scans the key's index.
     query = next(b for b in blocks if "objectid_timestamp(id) >=" in b and b.lstrip().startswith("SELECT"))
@@ -165,20 +187,50 @@ def check(mode, docs, blocks):
     for doc in returned:
         if doc != original.get(doc["_id"]):
             fail(f"{mode}: document {doc['_id']} came back as {doc!r}, went in as {original.get(doc['_id'])!r}")
+    if mode == "canonical":
+        # Canonical Extended JSON names every value's type ($numberInt, $numberLong, $numberDouble,
+        # …), where Python's == would take 1e20 for 10**20 and -0.0 for 0.0: every type and value
+        # must come back. Keys sorted, because jsonb reorders them (the page says so).
+        for doc in returned:
+            back = json_util.dumps(doc, json_options=CANONICAL_JSON_OPTIONS, sort_keys=True)
+            went = json_util.dumps(original[doc["_id"]], json_options=CANONICAL_JSON_OPTIONS, sort_keys=True)
+            if back != went:
+                fail(f"canonical: document {doc['_id']} came back as {back}, went in as {went}")
     ids = [d["_id"] for d in returned]
     if ids != sorted(ids):
         fail(f"{mode}: the export is not in key order")
 
     psql("postgres", "-c", f"DROP DATABASE {database}")
-    print(f"mongodb recipe, {mode} Extended JSON: {len(docs)} documents loaded and exported back unchanged, "
+    print(f"mongodb recipe, {name} Extended JSON: {len(docs)} documents loaded and exported back unchanged, "
           f"{len(recent)} in the last day by key ({output.count(chr(10))} lines of psql output)")
+
+
+def refused(blocks, name, lines, expect):
+    """The recipe's first block on an export with a line it must refuse."""
+    database = f"mongodb_recipe_{name}"
+    directory = os.path.join(WORKDIR, name)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "orders.json"), "w", encoding="utf-8") as out:
+        out.write("".join(line + "\n" for line in lines))
+    psql("postgres", "-c", f"DROP DATABASE IF EXISTS {database}")
+    psql("postgres", "-c", f"CREATE DATABASE {database}")
+    psql(database, "-c", "CREATE EXTENSION pg_objectid")
+    psql(database, "-f", "-", cwd=directory, input=blocks[0], expect_error=expect)
+    psql("postgres", "-c", f"DROP DATABASE {database}")
+    print(f"mongodb recipe: an export with {name.replace('_', ' ')} is refused ({expect})")
 
 
 def main():
     docs = orders()
     blocks = recipe_blocks(DOCS)
-    for mode in ("canonical", "relaxed"):
-        check(mode, docs, blocks)
+    for mode, encoding in (("canonical", None), ("relaxed", None), ("relaxed", "LATIN1")):
+        check(mode, docs, blocks, encoding)
+    good = json_util.dumps(docs[0], json_options=CANONICAL_JSON_OPTIONS)
+    # In Extended JSON a string _id is a string, not an ObjectId: loading it as one would change
+    # its type on the way back.
+    refused(blocks, "a_string_id", [good, '{"_id": "507f1f77bcf86cd799439011", "n": 1}'],
+            'violates check constraint "orders_import_doc_check"')
+    refused(blocks, "an_empty_line", [good, ""], 'violates check constraint "orders_import_doc_check"')
 
 
 main()

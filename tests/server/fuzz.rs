@@ -985,13 +985,24 @@ fn m_text(input: &[u8]) -> Option<String> {
         .then(|| String::from_utf8(input.to_ascii_lowercase()).unwrap())
 }
 
+/// How an error message quotes bad input (docs/reference.md): its first 100 characters, and
+/// "..." after them when there are more.
+fn m_quote(s: &str) -> String {
+    match s.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}...", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
 fn check_text_message(input: &[u8], msg: Option<&[u8]>) -> Result<(), String> {
     let Some(msg) = msg else {
         return Err("no message".into());
     };
     let ok = match std::str::from_utf8(input) {
         // docs/reference.md: ERROR 22P02 invalid input syntax for type objectid: "…"
-        Ok(s) => msg == format!("invalid input syntax for type objectid: \"{s}\"").as_bytes(),
+        Ok(s) => {
+            msg == format!("invalid input syntax for type objectid: \"{}\"", m_quote(s)).as_bytes()
+        }
         // How bytes that are not UTF-8 are shown is not documented: the frame only.
         Err(_) => {
             msg.starts_with(b"invalid input syntax for type objectid: \"") && msg.ends_with(b"\"")
@@ -2268,7 +2279,11 @@ fn jsonb_cast() {
                 JsonOutcome::BadHex(s) => {
                     outcomes.entry("22P02").and_modify(|n| *n += 1).or_insert(1);
                     st.as_deref() == Some("22P02")
-                        && msg == Some(format!("invalid input syntax for type objectid: \"{s}\""))
+                        && msg
+                            == Some(format!(
+                                "invalid input syntax for type objectid: \"{}\"",
+                                m_quote(s)
+                            ))
                 }
                 JsonOutcome::NotAnObjectId => {
                     outcomes.entry("22023").and_modify(|n| *n += 1).or_insert(1);

@@ -65,7 +65,7 @@ fn jsonb_strings_and_wrappers_convert_to_objectid() {
     ] {
         let sql = format!("SELECT ('{json}'::jsonb)::objectid::text");
         assert_eq!(one_string(&mut c, &sql), id, "{json}");
-        let sql = format!("SELECT objectid('{json}'::jsonb)::text");
+        let sql = format!("SELECT objectid_from_jsonb('{json}'::jsonb)::text");
         assert_eq!(one_string(&mut c, &sql), id, "{json}");
     }
     // JSON null is SQL NULL, as PostgreSQL 18 casts jsonb null to any scalar type.
@@ -136,6 +136,25 @@ fn to_jsonb_and_to_json_keep_the_plain_string() {
             "SELECT jsonb_build_object('_id', id::jsonb)::text FROM t"
         ),
         r#"{"_id": {"$oid": "507f1f77bcf86cd799439011"}}"#
+    );
+}
+
+/// A cast function named objectid(jsonb) beside objectid(bytea) made `objectid($1)` with an
+/// untyped parameter ambiguous (found by review): it must keep resolving as in 0.4.0.
+#[test]
+fn objectid_of_an_untyped_parameter_still_means_bytea() {
+    let mut c = fresh_db("t_json_untyped");
+    let statement = c.prepare("SELECT objectid($1)").unwrap();
+    assert_eq!(statement.params(), &[postgres::types::Type::BYTEA]);
+    let statement = c.prepare("SELECT jsonb($1)::text").unwrap();
+    assert_eq!(statement.params()[0].name(), "objectid");
+    // The function-call form of the cast from jsonb is the function's own name.
+    assert_eq!(
+        one_string(
+            &mut c,
+            r#"SELECT objectid_from_jsonb('{"$oid": "507f1f77bcf86cd799439011"}')::text"#
+        ),
+        "507f1f77bcf86cd799439011"
     );
 }
 
@@ -299,4 +318,29 @@ fn a_non_owner_can_use_the_casts() {
     );
     c.batch_execute("RESET ROLE; DROP ROLE json_reader;")
         .unwrap();
+}
+
+/// Bad input of any size is quoted by its first 100 characters (review: the whole input was
+/// copied into the message, on Rust's heap, whose allocator aborts the server when memory runs
+/// out rather than raising an error).
+#[test]
+fn huge_bad_input_is_quoted_by_its_first_characters() {
+    let mut c = fresh_db("t_json_huge_input");
+    let hundred = "x".repeat(100);
+    let want = format!("invalid input syntax for type objectid: \"{hundred}...\"");
+    for sql in [
+        "SELECT repeat('x', 20000000)::objectid",
+        "SELECT jsonb_build_object('$oid', repeat('x', 20000000))::objectid",
+        "SELECT to_jsonb(repeat('x', 20000000))::objectid",
+    ] {
+        let (state, message, _) = error_of(&mut c, sql);
+        assert_eq!(state, SqlState::INVALID_TEXT_REPRESENTATION, "{sql}");
+        assert_eq!(message, want, "{sql}");
+    }
+    let (_, message, detail) = error_of(
+        &mut c,
+        "SELECT jsonb_build_object('pad', repeat('y', 20000000))::objectid",
+    );
+    assert_eq!(message, "cannot cast jsonb object to type objectid");
+    assert!(detail.len() < 400, "{}", &detail[..400.min(detail.len())]);
 }
