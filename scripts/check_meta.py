@@ -23,13 +23,14 @@ from pathlib import Path, PurePosixPath
 
 # The spec's own patterns (version.schema.json, version_range.schema.json).
 SEMVER = (
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
 )
-SEMVER_RE = re.compile(rf"^{SEMVER}$")
-RANGE_PART = rf"(?:(?:[=!]=|[<>]=?)\s*)?(?:{SEMVER}|0)"
-RANGE_RE = re.compile(rf"^{RANGE_PART}(?:,\s*{RANGE_PART})*$")
+# \Z, not $: $ also matches before a final newline, which "0.5.0\n" would slip through.
+SEMVER_RE = re.compile(rf"^{SEMVER}\Z")
+RANGE_PART = rf"(?:(?:[=!]=|[<>]=?)[ ]*)?(?:{SEMVER}|0)"
+RANGE_RE = re.compile(rf"^{RANGE_PART}(?:,[ ]*{RANGE_PART})*\Z")
 LICENSES = {
     "agpl_3", "apache_1_1", "apache_2_0", "artistic_1", "artistic_2", "bsd", "freebsd",
     "gfdl_1_2", "gfdl_1_3", "gpl_1", "gpl_2", "gpl_3", "lgpl_2_1", "lgpl_3_0", "mit",
@@ -199,7 +200,7 @@ class Checker:
             return
         if "version" not in value:
             self.error("meta-spec", "the required key 'version' is missing")
-        elif not isinstance(value["version"], str) or not re.match(r"^1\.0\.\d+$", value["version"]):
+        elif not isinstance(value["version"], str) or not re.fullmatch(r"1\.0\.[0-9]+", value["version"]):
             self.error("meta-spec.version", f"{value['version']!r} is not 1.0.x, the spec checked here")
         if "url" in value and value["url"] not in META_SPEC_URLS:
             self.error("meta-spec.url", f"{value['url']!r} is not the spec's address")

@@ -64,7 +64,9 @@ rust_target="$deps/rust-target"
 log "building the Rust client test"
 (cd "$clients/rust" && CARGO_TARGET_DIR="$rust_target" cargo test --locked --no-run -q)
 
-dir=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/clients$v
+# The port in the folder's name: cluster_start empties the folder first, which must never be
+# another run's cluster.
+dir=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/clients$v-$port
 trap 'cluster_stop "$pg_config" "$dir"' EXIT
 log "client tests on PostgreSQL $v (cluster in $dir, port $port)"
 cluster_start "$pg_config" "$dir" "$port"

@@ -26,7 +26,7 @@ cd "$ROOT"
 git rev-parse --verify -q HEAD >/dev/null || die "no commit to archive"
 # PGXN takes META.json from the archive's top folder; a committed one would be a second copy.
 ! git cat-file -e HEAD:META.json 2>/dev/null || die "META.json is committed; it is generated from META.json.in: remove it"
-[ -f META.json.in ] || die "no META.json.in"
+git cat-file -e HEAD:META.json.in 2>/dev/null || die "no META.json.in in HEAD"
 
 cargo_version() { python3 -c 'import sys, tomllib; print(tomllib.load(sys.stdin.buffer)["package"]["version"])'; }
 version=$(git show HEAD:Cargo.toml | cargo_version)
@@ -43,7 +43,9 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d /tmp/pg_objectid-pgxn.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-python3 - META.json.in "$version" >"$work/META.json" <<'PY'
+# From HEAD, like the zip and the version: an uncommitted edit of the template must not ship.
+git show HEAD:META.json.in >"$work/META.json.in"
+python3 - "$work/META.json.in" "$version" >"$work/META.json" <<'PY'
 import json, re, sys
 
 template, version = sys.argv[1], sys.argv[2]

@@ -95,10 +95,26 @@ impl Directive {
             let n = n
                 .parse()
                 .map_err(|_| format!("not a major version: {n:?}"))?;
+            // A condition no supported version meets would skip the block everywhere, silently.
+            if !SUPPORTED.any(|v| version_holds(op, n, v)) {
+                return Err(format!(
+                    "`version {op} {n}` holds for none of PostgreSQL {}-{}",
+                    SUPPORTED.start(),
+                    SUPPORTED.end()
+                ));
+            }
             return Ok(Directive::Version(op.to_string(), n));
         }
         if let Some(name) = text.strip_prefix("needs extension ") {
-            return Ok(Directive::NeedsExtension(name.trim().to_string()));
+            // A misspelt name would be missing on every server and skip the block everywhere.
+            let name = name.trim();
+            if !KNOWN_EXTENSIONS.contains(&name) {
+                return Err(format!(
+                    "`needs extension {name}`: not one of {KNOWN_EXTENSIONS:?} (add it there if it \
+                     is real)"
+                ));
+            }
+            return Ok(Directive::NeedsExtension(name.to_string()));
         }
         if text == "output" {
             return Ok(Directive::Output);
@@ -128,6 +144,16 @@ impl Fence {
 
 const ANNOTATION: &str = "<!-- docs-test:";
 
+/// The major versions the extension supports: a `version` annotation must hold for one of them.
+const SUPPORTED: std::ops::RangeInclusive<u32> = 13..=18;
+
+/// Extensions a `needs extension` annotation may name (contrib modules some test servers lack).
+const KNOWN_EXTENSIONS: &[&str] = &["pgstattuple", "pageinspect", "pg_stat_statements"];
+
+/// Info strings that mean SQL to a reader (and to GitHub's highlighter) but would not be run:
+/// pages must write them as `sql`.
+const SQL_LIKE: &[&str] = &["sql", "psql", "pgsql", "plpgsql", "postgres", "postgresql"];
+
 /// The code blocks of a page with their annotations. An annotation is an HTML comment
 /// `<!-- docs-test: … -->` on a line of its own; it belongs to the next code block, with nothing
 /// but blank lines and other comments in between.
@@ -140,10 +166,31 @@ fn fences(text: &str) -> Result<Vec<Fence>, Vec<String>> {
     while i < lines.len() {
         let line = lines[i];
         let trimmed = line.trim_start();
+        // Blocks the runner would not see must not exist: every example is either run or
+        // annotated with why not.
+        if trimmed.starts_with("~~~") {
+            errors.push(format!(
+                "line {}: write code blocks with ``` fences, not ~~~",
+                i + 1
+            ));
+        }
+        if trimmed.starts_with('>') && trimmed.trim_start_matches(['>', ' ']).starts_with("```") {
+            errors.push(format!(
+                "line {}: no code blocks inside a blockquote",
+                i + 1
+            ));
+        }
         if trimmed.starts_with("```") {
             let indent = line.len() - trimmed.len();
             let ticks = trimmed.chars().take_while(|&c| c == '`').count();
             let info = trimmed[ticks..].trim().to_string();
+            let lang = info.split_whitespace().next().unwrap_or("");
+            if lang != "sql" && SQL_LIKE.contains(&lang.to_ascii_lowercase().as_str()) {
+                errors.push(format!(
+                    "line {}: write ```sql, not ```{lang}: only sql blocks are run",
+                    i + 1
+                ));
+            }
             let mut body = Vec::new();
             let mut j = i + 1;
             while j < lines.len() {
@@ -169,7 +216,15 @@ fn fences(text: &str) -> Result<Vec<Fence>, Vec<String>> {
             i = j + 1;
             continue;
         }
-        if let Some(inner) = trimmed.strip_prefix(ANNOTATION) {
+        if trimmed.starts_with("<!--")
+            && trimmed.to_ascii_lowercase().contains("docs-test")
+            && !trimmed.starts_with(ANNOTATION)
+        {
+            errors.push(format!(
+                "line {}: a docs-test annotation is written exactly `<!-- docs-test: … -->`",
+                i + 1
+            ));
+        } else if let Some(inner) = trimmed.strip_prefix(ANNOTATION) {
             match inner.trim_end().strip_suffix("-->") {
                 Some(inner) => match Directive::parse(inner) {
                     Ok(d) => pending.push((i + 1, d)),
@@ -255,6 +310,15 @@ fn arrow_checks(fence: &Fence) -> Result<Vec<Check>, Vec<String>> {
     for (k, line) in fence.body.iter().enumerate() {
         let doc_line = fence.line + 1 + k;
         let (code, comment) = split_comment(line);
+        if let Some(c) = comment.map(str::trim_start) {
+            // A result written with another arrow would look checked and not be.
+            if ["->", "=>", "⇒", "⟶", "➔"].iter().any(|a| c.starts_with(a)) {
+                errors.push(format!(
+                    "line {doc_line}: write a stated result as `-- → result`, with that arrow"
+                ));
+                continue;
+            }
+        }
         let Some(expected) = comment.and_then(|c| c.trim_start().strip_prefix(ARROW)) else {
             continue;
         };
@@ -904,14 +968,18 @@ SELECT this is not run;
 SELECT nor is this;
 ```
 ";
-    let r = self_test_page("self_test_correct", page);
+    // A version this server is not (a condition no supported version meets is refused).
+    let major = server_info(&mut connect_to("postgres")).major;
+    let other = if major == 13 { 14 } else { 13 };
+    let page = page.replace("version < 13", &format!("version = {other}"));
+    let r = self_test_page("self_test_correct", &page);
     assert!(r.failures.is_empty(), "{:#?}", r.failures);
     assert_eq!(r.blocks_run, 3);
     assert_eq!(r.results_checked, 4);
     let reasons: Vec<&str> = r.skipped.iter().map(|s| s.1.as_str()).collect();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(
-        reasons[0].starts_with("needs PostgreSQL < 13"),
+        reasons[0].starts_with(&format!("needs PostgreSQL = {other}")),
         "{reasons:?}"
     );
     assert_eq!(reasons[1], "needs a second server");
@@ -1041,6 +1109,24 @@ fn the_runner_refuses_malformed_annotations() {
             "not a major version",
         ),
         ("```sql\nSELECT 1;\n", "never closed"),
+        ("```SQL\nSELECT 1;\n```\n", "write ```sql"),
+        ("```postgresql\nSELECT 1;\n```\n", "write ```sql"),
+        ("~~~sql\nSELECT 1;\n~~~\n", "not ~~~"),
+        ("> ```sql\n> SELECT 1;\n> ```\n", "inside a blockquote"),
+        ("```sql\nSELECT 1;   -- -> 2\n```\n", "with that arrow"),
+        ("```sql\nSELECT 1;   -- => 2\n```\n", "with that arrow"),
+        (
+            "<!--docs-test: output-->\n```sql\nSELECT 1;\n```\n",
+            "written exactly",
+        ),
+        (
+            "<!-- docs-test: version >= 19 -->\n```sql\nSELECT 1;\n```\n",
+            "holds for none",
+        ),
+        (
+            "<!-- docs-test: needs extension pgstatuple -->\n```sql\nSELECT 1;\n```\n",
+            "not one of",
+        ),
     ] {
         match plan_page(page, &server) {
             Ok(_) => panic!("accepted {page:?}"),
@@ -1262,9 +1348,32 @@ fn the_reference_lists_every_object_with_its_properties() {
     let mut documented_settings: BTreeSet<String> = BTreeSet::new();
     let mut entries = 0;
 
+    // Tables of these kinds list member objects; the others hold no objects (the version history,
+    // server modes, a two-column layout table). Any other kind is refused, so that a table of
+    // objects under a new heading cannot go unchecked.
+    const OBJECT_KINDS: &[&str] = &[
+        "function",
+        "aggregate",
+        "procedure",
+        "operator",
+        "operator class",
+        "cast",
+        "type",
+        "relation",
+        "setting",
+    ];
+    const OTHER_TABLES: &[&str] = &["version", "postgresql", ""];
     for table in &all_tables {
         let col = |name: &str| table.header.iter().position(|h| h == name);
         let kind = table.header[0].as_str();
+        if !OBJECT_KINDS.contains(&kind) && !OTHER_TABLES.contains(&kind) {
+            let line = table.rows.first().map_or(0, |r| r.0);
+            problems.push(format!(
+                "docs/reference.md:{line}: a table of unknown kind {kind:?} (known: {OBJECT_KINDS:?}; \
+                 tables without objects: {OTHER_TABLES:?})"
+            ));
+            continue;
+        }
         for (line, row) in &table.rows {
             let at = |i: Option<usize>| i.and_then(|i| row.get(i)).map(String::as_str);
             let here = |msg: String| format!("docs/reference.md:{line}: {msg}");
@@ -1280,6 +1389,11 @@ fn the_reference_lists_every_object_with_its_properties() {
                 problems.push(here("the last column (the description) is empty".into()));
             }
             let Some((entry, rest)) = code_span(&row[0]) else {
+                if OBJECT_KINDS.contains(&kind) {
+                    problems.push(here(format!(
+                        "a row of a {kind} table must name its object in `code`"
+                    )));
+                }
                 continue;
             };
             let since = since_version(rest);
@@ -1506,7 +1620,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                         problems.push(here(format!("no operator {entry}")));
                         continue;
                     };
-                    documented_operators.insert(o.get(0));
+                    if !documented_operators.insert(o.get(0)) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     for (column, actual) in [
                         ("function", o.get::<_, String>(1)),
                         ("commutator", o.get(2)),
@@ -1543,7 +1659,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                             since.unwrap()
                         )));
                     }
-                    documented_classes.insert(o.get(0));
+                    if !documented_classes.insert(o.get(0)) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     documented_families.insert(o.get(1));
                     for (column, actual) in [
                         ("family", o.get::<_, String>(2)),
@@ -1573,7 +1691,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                         problems.push(here(format!("no cast {entry}")));
                         continue;
                     };
-                    documented_casts.insert(o.get(0));
+                    if !documented_casts.insert(o.get(0)) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     let func: Option<u32> = c
                         .query_one(
                             "SELECT to_regprocedure($1)::oid",
@@ -1609,7 +1729,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                         problems.push(here(format!("no type {entry}")));
                         continue;
                     };
-                    documented_types.insert(o.get(0));
+                    if !documented_types.insert(o.get(0)) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     let align = match o.get::<_, String>(2).as_str() {
                         "c" => "char",
                         "s" => "int2",
@@ -1651,7 +1773,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                         problems.push(here(format!("no relation {entry}")));
                         continue;
                     };
-                    documented_relations.insert(o.get(0));
+                    if !documented_relations.insert(o.get(0)) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     let relkind = match o.get::<_, String>(1).as_str() {
                         "r" => "table",
                         "v" => "view",
@@ -1676,7 +1800,9 @@ fn the_reference_lists_every_object_with_its_properties() {
                 }
                 "setting" => {
                     entries += 1;
-                    documented_settings.insert(entry.to_string());
+                    if !documented_settings.insert(entry.to_string()) {
+                        problems.push(here(format!("{entry}: listed twice")));
+                    }
                     // A custom setting exists once the library is loaded.
                     c.batch_execute("LOAD 'pg_objectid'").unwrap();
                     let row_got = c
