@@ -47,17 +47,8 @@ backend_cfg=$(pg_config_of "$backend")
 install_extension "$main_cfg" release
 [ "$backend" = "$main" ] || install_extension "$backend_cfg" release
 
-# The driver's libraries go into a folder of their own: the machine's Python may be externally
-# managed, and nothing here should change it.
 pydeps="$CACHE/python-bench"
-if ! cmp -s "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"; then
-    log "installing the benchmark's Python libraries into $pydeps"
-    python3 -m pip --version >/dev/null 2>&1 || die "pip is missing: run scripts/setup.sh"
-    rm -rf "$pydeps"
-    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --target "$pydeps" \
-        -r "$ROOT/bench/requirements.txt"
-    cp "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"
-fi
+pip_target "$ROOT/bench/requirements.txt" "$pydeps"
 
 base=${PG_OBJECTID_BENCH_DIR:-/tmp/pg_objectid-bench}
 # Kept in step with bench/suite.py, which writes them into the report.

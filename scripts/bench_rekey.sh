@@ -33,13 +33,7 @@ cfg=$(pg_config_of "$pg")
 install_extension "$cfg" release
 
 pydeps="$CACHE/python-bench"
-if ! cmp -s "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"; then
-    log "installing the benchmark's Python libraries into $pydeps"
-    rm -rf "$pydeps"
-    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --target "$pydeps" \
-        -r "$ROOT/bench/requirements.txt"
-    cp "$ROOT/bench/requirements.txt" "$pydeps/requirements.txt"
-fi
+pip_target "$ROOT/bench/requirements.txt" "$pydeps"
 
 parents=$(python3 -c "print(int(2_000_000 * float('$scale')))")
 dir=${PG_OBJECTID_BENCH_DIR:-/tmp/pg_objectid-bench}/rekey

@@ -31,16 +31,8 @@ mkdir -p "$deps"
 # beside the installed packages, and compared on the next run.
 pins_changed() { ! cmp -s "$1" "$2"; }
 
-# Python: psycopg-binary and pymongo are compiled for one Python version, so the folder is per
-# interpreter. --target keeps them out of the machine's Python (which may be externally managed).
-python_deps="$deps/python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-if pins_changed "$clients/python/requirements.txt" "$python_deps/requirements.txt"; then
-    log "installing the Python drivers into $python_deps"
-    rm -rf "$python_deps"
-    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --root-user-action=ignore \
-        --target "$python_deps" -r "$clients/python/requirements.txt"
-    cp "$clients/python/requirements.txt" "$python_deps/requirements.txt"
-fi
+python_deps=$(clients_python_deps)
+pip_target "$clients/python/requirements.txt" "$python_deps"
 
 # Node.js: exactly the versions of the committed lock file (which names no registry host: npm
 # fetches from the one it is configured with, and checks each package's integrity hash).

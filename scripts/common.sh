@@ -269,6 +269,33 @@ citus_cluster_stop() {
     for node in "${CITUS_NODES[@]}"; do cluster_stop "$1" "$2/$node"; done
 }
 
+# The package version of the Cargo.toml on standard input: the one place the version is kept
+# (pgrx writes it into the control file; the packages and META.json take it from there).
+cargo_version() {
+    python3 -c 'import sys, tomllib; print(tomllib.load(sys.stdin.buffer)["package"]["version"])'
+}
+
+# pip_target REQUIREMENTS DIR: the pinned Python packages of REQUIREMENTS, installed into DIR
+# (put it on PYTHONPATH) rather than into the machine's Python, which may be externally managed and
+# which nothing here should change. The pin file is kept beside them, so they are installed again
+# only when the pins change, and a second run does no network work.
+pip_target() {
+    local requirements=$1 dir=$2
+    cmp -s "$requirements" "$dir/requirements.txt" && return 0
+    python3 -m pip --version >/dev/null 2>&1 || die "pip is missing: run scripts/setup.sh"
+    log "installing the Python packages of ${requirements#"$ROOT"/} into $dir"
+    rm -rf "$dir"
+    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --root-user-action=ignore \
+        --target "$dir" -r "$requirements"
+    cp "$requirements" "$dir/requirements.txt"
+}
+
+# The folder for the Python packages of tests/clients/python/requirements.txt: psycopg-binary and
+# pymongo are compiled for one Python version, so it is per interpreter.
+clients_python_deps() {
+    echo "$CACHE/clients/python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+}
+
 # Versions named on the command line or in PG_OBJECTID_VERSIONS, else all of them.
 selected_versions() {
     local v

@@ -12,16 +12,9 @@ pg_config=$(pg_config_of "$v")
 [ -f "$("$pg_config" --pkglibdir)/pg_objectid.so" ] ||
     die "pg_objectid is not installed in PostgreSQL $v; scripts/test.sh installs it first"
 
-# pymongo comes from the package registry into the download cache, pinned, never into the
-# machine's Python; a second run finds it there.
-pydeps="$CACHE/python-mongodb"
-if ! cmp -s "$ROOT/tests/mongodb/requirements.txt" "$pydeps/requirements.txt"; then
-    log "installing pymongo into $pydeps"
-    rm -rf "$pydeps"
-    python3 -m pip install -q --disable-pip-version-check --no-warn-conflicts --target "$pydeps" \
-        -r "$ROOT/tests/mongodb/requirements.txt"
-    cp "$ROOT/tests/mongodb/requirements.txt" "$pydeps/requirements.txt"
-fi
+# pymongo with the pins of the client tests (tests/clients/python), in the same folder.
+pydeps=$(clients_python_deps)
+pip_target "$ROOT/tests/clients/python/requirements.txt" "$pydeps"
 
 dir=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/mongodb$v
 work=$(mktemp -d)

@@ -52,8 +52,7 @@ else
 fi
 
 # Cargo.toml is the one place the version is kept; pgrx writes it into the control file too.
-version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["package"]["version"])' \
-    "$ROOT/Cargo.toml")
+version=$(cargo_version <"$ROOT/Cargo.toml")
 # A SemVer pre-release (0.5.0-rc.1) sorts before its release; in Debian's ordering only "~" does.
 deb_version="${version/-/\~}-${PG_OBJECTID_DEB_REVISION:-1}"
 arch=$(dpkg --print-architecture)

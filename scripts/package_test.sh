@@ -26,8 +26,7 @@ dpkg -S "$pg_config" >/dev/null 2>&1 || die "$pg_config is not from a Debian pac
 bindir=$("$pg_config" --bindir)
 libdir=$("$pg_config" --pkglibdir)
 extdir=$("$pg_config" --sharedir)/extension
-version=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["package"]["version"])' \
-    "$ROOT/Cargo.toml")
+version=$(cargo_version <"$ROOT/Cargo.toml")
 dir=${PG_OBJECTID_PACKAGE_TEST_DIR:-/tmp/pg_objectid-package-test}
 
 # A package already installed may be someone's own: leave it alone rather than purge it.

@@ -28,7 +28,6 @@ git rev-parse --verify -q HEAD >/dev/null || die "no commit to archive"
 ! git cat-file -e HEAD:META.json 2>/dev/null || die "META.json is committed; it is generated from META.json.in: remove it"
 git cat-file -e HEAD:META.json.in 2>/dev/null || die "no META.json.in in HEAD"
 
-cargo_version() { python3 -c 'import sys, tomllib; print(tomllib.load(sys.stdin.buffer)["package"]["version"])'; }
 version=$(git show HEAD:Cargo.toml | cargo_version)
 worktree_version=$(cargo_version <Cargo.toml)
 # The archive is HEAD, so its version is HEAD's; a different one in the work tree is a bump not

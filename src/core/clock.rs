@@ -5,10 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The current Unix time in whole seconds, held to the range an ObjectId can carry: a clock
 /// before 1970 reads as 0, one past 2106-02-07 06:28:15 UTC as u32::MAX.
 pub fn unix_seconds() -> u32 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => u32::try_from(d.as_secs()).unwrap_or(u32::MAX),
-        Err(_) => 0,
-    }
+    unix_seconds_and_nanos().0
 }
 
 #[cfg(test)]
