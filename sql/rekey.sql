@@ -15,26 +15,113 @@
 -- old → new in the mapping table, then rewrites the key and every referencing column in one
 -- statement, one data-modifying WITH query. PostgreSQL runs the foreign keys' checks and actions
 -- at the end of that statement (AfterTriggerEndQuery, after every sub-statement), when parent and
--- children agree again; so no constraint is altered, deferred or re-validated, whatever its
--- ON UPDATE action: a cascade or SET NULL finds no child left with the old key.
+-- children agree again; so no constraint is altered or re-validated, whatever its ON UPDATE
+-- action: a cascade or SET NULL finds no child left with the old key.
 --
--- Privileges: everything runs as the caller, nothing here is SECURITY DEFINER. Only the table's
--- owner (or a member of its role) may start, run or forget a rekey, and the mapping table belongs
--- to the table's owner: the state and the mapping table are then only as trustworthy as the table
--- itself, for whoever later translates or verifies. No stored text is ever run as SQL: tables are
--- recorded by OID and named through rekey_name, columns quoted with %I, time zones with %L.
+-- Privileges (docs/migration.md, "Privileges"): nothing here is SECURITY DEFINER; the caller must
+-- have the privileges of the table's owner. Every statement that reads or writes a table of the
+-- set (or plans such a read or write) runs as that table's owner inside a security-restricted
+-- operation (src/rekey/as_owner.rs: rekey_read_as_owner, rekey_batch_as_owner), as PostgreSQL runs
+-- a table's maintenance, so that the owner's code (constraints, index expressions, defaults,
+-- triggers, policies) never runs with the caller's rights. Catalog reads and the toolkit's own
+-- bookkeeping run as the caller.
+--
+-- Names: the documented functions live in @extschema@; everything they call lives in
+-- objectid_internal, a schema this script makes, so that it belongs to whoever installs the
+-- extension (the bootstrap superuser, for a trusted install) and no other role can create, rename
+-- or replace anything in it. No body names @extschema@: its owner can rename it and put another
+-- schema of that name in its place. Every function pins search_path = pg_catalog, pg_temp and
+-- qualifies the rest; tables are recorded by OID and named through rekey_name, columns quoted
+-- with %I, values with %L; no stored text is ever run as SQL.
+
+CREATE SCHEMA objectid_internal;
+COMMENT ON SCHEMA objectid_internal IS 'pg_objectid internals: not an API, may change with any release';
+-- The tables' owners use the copies of the UUID functions below in the batch's statements.
+GRANT USAGE ON SCHEMA objectid_internal TO PUBLIC;
+
+-- The UUID functions the batch's statements call, the same C functions as @extschema@'s, here so
+-- that no one can put another function in their place.
+CREATE FUNCTION objectid_internal.uuid_extract_version(uuid)
+    RETURNS int2
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'uuid_extract_version_wrapper';
+
+CREATE FUNCTION objectid_internal.uuid_extract_timestamp(uuid)
+    RETURNS timestamptz
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
+    AS 'MODULE_PATHNAME', 'uuid_extract_timestamp_wrapper';
+
+CREATE FUNCTION objectid_internal.uuidv7_at(timestamptz)
+    RETURNS uuid
+    LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'uuidv7_at_wrapper';
 
 -- Whether the calling procedure may COMMIT (src/rekey/mod.rs).
-CREATE FUNCTION @extschema@.rekey_can_commit()
+CREATE FUNCTION objectid_internal.rekey_can_commit()
     RETURNS boolean
     LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
     AS 'MODULE_PATHNAME', 'rekey_can_commit_wrapper';
+
+-- A query returning one row, run as the owner of relid in a security-restricted operation; the
+-- row as jsonb (src/rekey/as_owner.rs).
+CREATE FUNCTION objectid_internal.rekey_read_as_owner(relid oid, query text)
+    RETURNS jsonb
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_read_as_owner_wrapper';
+
+-- One batch's statements (rekey_batch_statements), run as the owner of relid in a
+-- security-restricted operation (src/rekey/as_owner.rs).
+CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query text, lock_query text,
+                                                      map_query text, rewrite_query text, after uuid,
+                                                      batch_size integer, fallback_time timestamptz,
+                                                      batch bigint)
+    RETURNS TABLE (window_end uuid, keys uuid[], changed bigint[])
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_batch_as_owner_wrapper';
+
+-- pgstattuple's leaf density of an index, called by OID (src/rekey/leaf_density.rs).
+CREATE FUNCTION objectid_internal.rekey_leaf_density(index oid)
+    RETURNS float8
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_leaf_density_wrapper';
+
+-- The extension's schema, quoted, as it is named now: how hints and plans name the documented
+-- functions (never as text written into this script, where a schema name with a quote in it
+-- would be an injection).
+CREATE FUNCTION objectid_internal.rekey_api_schema()
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT quote_ident(n.nspname)
+  FROM pg_extension e JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+ WHERE e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name
+$body$;
+
+-- This extension's uuidv7() and uuidv7(interval), by OID (members of the extension), and
+-- PostgreSQL 18's: the functions a key's default may call to make version-7 keys.
+CREATE FUNCTION objectid_internal.rekey_uuidv7_functions()
+    RETURNS oid[]
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT array_agg(p.oid ORDER BY p.oid)
+  FROM pg_proc p
+ WHERE p.proname OPERATOR(pg_catalog.=) 'uuidv7'::name
+   AND (p.pronamespace OPERATOR(pg_catalog.=) 'pg_catalog'::regnamespace::oid
+        OR EXISTS (SELECT FROM pg_depend d JOIN pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+                    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_proc'::regclass::oid
+                      AND d.objid OPERATOR(pg_catalog.=) p.oid
+                      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_extension'::regclass::oid
+                      AND d.deptype OPERATOR(pg_catalog.=) 'e'::"char"
+                      AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name))
+$body$;
 
 -- One row per table being rekeyed or rekeyed. Its progress columns change in the same transaction
 -- as the batch they count, so that a run killed at any point resumes exactly where the last
 -- committed batch left it. Row-level security shows each row to whoever may read the table and
 -- lets only the table's owner (or a member of its role) write it.
-CREATE TABLE @extschema@.rekey_state (
+CREATE TABLE objectid_internal.rekey_state (
     relid oid PRIMARY KEY,
     -- The table's primary key constraint when the rekey started: a table dropped and another made
     -- with the same OID does not inherit the state (rekey_state_of).
@@ -67,20 +154,20 @@ CREATE TABLE @extschema@.rekey_state (
     snapshot jsonb NOT NULL
 );
 
-ALTER TABLE @extschema@.rekey_state ENABLE ROW LEVEL SECURITY;
-CREATE POLICY rekey_state_read ON @extschema@.rekey_state FOR SELECT
+ALTER TABLE objectid_internal.rekey_state ENABLE ROW LEVEL SECURITY;
+CREATE POLICY rekey_state_read ON objectid_internal.rekey_state FOR SELECT
     USING (has_table_privilege(relid, 'SELECT'));
-CREATE POLICY rekey_state_insert ON @extschema@.rekey_state FOR INSERT
+CREATE POLICY rekey_state_insert ON objectid_internal.rekey_state FOR INSERT
     WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
-CREATE POLICY rekey_state_update ON @extschema@.rekey_state FOR UPDATE
+CREATE POLICY rekey_state_update ON objectid_internal.rekey_state FOR UPDATE
     USING (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'))
     WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
-CREATE POLICY rekey_state_delete ON @extschema@.rekey_state FOR DELETE
+CREATE POLICY rekey_state_delete ON objectid_internal.rekey_state FOR DELETE
     USING (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
-GRANT SELECT, INSERT, UPDATE, DELETE ON @extschema@.rekey_state TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON objectid_internal.rekey_state TO PUBLIC;
 
 -- The same rule for roles that bypass row-level security: a trigger, which they do not bypass.
-CREATE FUNCTION @extschema@.rekey_state_guard()
+CREATE FUNCTION objectid_internal.rekey_state_guard()
     RETURNS trigger
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
@@ -100,12 +187,12 @@ BEGIN
 END
 $body$;
 
-CREATE TRIGGER rekey_state_guard BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.rekey_state
-    FOR EACH ROW EXECUTE FUNCTION @extschema@.rekey_state_guard();
+CREATE TRIGGER rekey_state_guard BEFORE INSERT OR UPDATE OR DELETE ON objectid_internal.rekey_state
+    FOR EACH ROW EXECUTE FUNCTION objectid_internal.rekey_state_guard();
 
 -- A relation's name, schema-qualified and quoted whatever the search_path: how every statement
 -- here names a table it runs against. NULL when there is no such relation.
-CREATE FUNCTION @extschema@.rekey_name(relid oid)
+CREATE FUNCTION objectid_internal.rekey_name(relid oid)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -119,7 +206,7 @@ $body$;
 -- or one that holds its rekey lock and may rekey it (a member of the owner's role: anyone can take
 -- an advisory lock, so a holder without that right neither counts as a runner nor stops one);
 -- with busy_only, only while it runs a statement.
-CREATE FUNCTION @extschema@.rekey_runner(relid oid, busy_only boolean)
+CREATE FUNCTION objectid_internal.rekey_runner(relid oid, busy_only boolean)
     RETURNS integer
     LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
     SET search_path = pg_catalog, pg_temp
@@ -134,7 +221,7 @@ SELECT x.pid FROM (
        AND pg_has_role(a.usesysid, (SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE')
     UNION ALL
     SELECT a.pid, a.state
-      FROM @extschema@.rekey_state s
+      FROM objectid_internal.rekey_state s
       JOIN pg_stat_activity a ON a.pid = s.runner_pid AND a.backend_start = s.runner_started
      WHERE s.relid = rekey_runner.relid) x
  WHERE NOT busy_only OR x.state IS NULL OR x.state <> 'idle'
@@ -142,7 +229,7 @@ SELECT x.pid FROM (
 $body$;
 
 -- The key: a primary key of exactly one uuid column, or a clear error.
-CREATE FUNCTION @extschema@.rekey_key_column(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_key_column(tbl regclass)
     RETURNS name
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -177,7 +264,7 @@ $body$;
 -- Every column that holds values of the key: the key, every column that references it, and every
 -- column that references one of those (a child's key used by a grandchild), with the number of
 -- foreign keys between it and the key. These change together in each batch.
-CREATE FUNCTION @extschema@.rekey_columns(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_columns(tbl regclass)
     RETURNS TABLE (relid regclass, attnum smallint, attname name, atttype regtype, depth integer)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -185,7 +272,7 @@ CREATE FUNCTION @extschema@.rekey_columns(tbl regclass)
 WITH RECURSIVE reach (relid, attnum, depth, path) AS (
     SELECT tbl::oid, a.attnum, 0, ARRAY[tbl::oid::text || ':' || a.attnum]
       FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attname = @extschema@.rekey_key_column(tbl)
+     WHERE a.attrelid = tbl AND a.attname = objectid_internal.rekey_key_column(tbl)
     UNION ALL
     SELECT c.conrelid, c.conkey[i], r.depth + 1, r.path || (c.conrelid::text || ':' || c.conkey[i])
       FROM reach r
@@ -203,20 +290,20 @@ $body$;
 
 -- Whether the toolkit may read a table that changes with tbl's key: one of tbl's owner (another
 -- role's policies or casts would run as the reader), whose columns that change are all uuid.
-CREATE FUNCTION @extschema@.rekey_readable(tbl regclass, relid oid)
+CREATE FUNCTION objectid_internal.rekey_readable(tbl regclass, relid oid)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT (SELECT c.relowner FROM pg_class c WHERE c.oid = relid) OPERATOR(pg_catalog.=)
        (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl)
-   AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) x
+   AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) x
                     WHERE x.relid OPERATOR(pg_catalog.=) rekey_readable.relid AND x.atttype <> 'uuid'::regtype)
 $body$;
 
 -- Whether a btree index, valid and not partial, starts with the column: what each batch needs to
 -- find the rows holding a batch's keys without reading the whole table.
-CREATE FUNCTION @extschema@.rekey_column_indexed(relid regclass, attnum smallint)
+CREATE FUNCTION objectid_internal.rekey_column_indexed(relid regclass, attnum smallint)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -229,7 +316,7 @@ $body$;
 
 -- Every foreign key that must follow the key, recursively: those whose referenced columns include
 -- one of rekey_columns(tbl).
-CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_references(tbl regclass)
     RETURNS TABLE (depth integer, constraint_name name, referencing_table regclass,
                    referencing_columns name[], referenced_table regclass, referenced_columns name[],
                    rekeyed_columns name[], column_types regtype[], on_update text, on_delete text,
@@ -238,7 +325,7 @@ CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
-WITH cols AS (SELECT * FROM @extschema@.rekey_columns(tbl))
+WITH cols AS (SELECT * FROM objectid_internal.rekey_columns(tbl))
 SELECT (SELECT min(p.depth) + 1 FROM cols p
          WHERE p.relid = c.confrelid AND p.attnum = ANY (c.confkey)),
        c.conname, c.conrelid::regclass,
@@ -258,7 +345,7 @@ SELECT (SELECT min(p.depth) + 1 FROM cols p
   CROSS JOIN LATERAL (
       SELECT array_agg(x.attname ORDER BY x.attnum) AS names,
              array_agg(x.atttype ORDER BY x.attnum) AS types,
-             bool_and(@extschema@.rekey_column_indexed(x.relid, x.attnum)) AS indexed
+             bool_and(objectid_internal.rekey_column_indexed(x.relid, x.attnum)) AS indexed
         FROM cols x WHERE x.relid = c.conrelid AND x.attnum = ANY (c.conkey)) rk
  WHERE c.contype = 'f'
    AND EXISTS (SELECT FROM cols p WHERE p.relid = c.confrelid AND p.attnum = ANY (c.confkey))
@@ -267,15 +354,16 @@ $body$;
 
 -- A SQL expression, over the table aliased t, for the creation time in a time column as a
 -- timestamptz; NULL when the column does not exist or is of no time type.
-CREATE FUNCTION @extschema@.rekey_time_expression(tbl regclass, time_column name, time_zone text)
+CREATE FUNCTION objectid_internal.rekey_time_expression(tbl regclass, time_column name, time_zone text)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT CASE a.atttypid
          WHEN 'timestamptz'::regtype THEN format('t.%I', a.attname)
-         WHEN 'timestamp'::regtype THEN format('(t.%I AT TIME ZONE %L)', a.attname, time_zone)
-         WHEN 'date'::regtype THEN format('(t.%I::timestamp AT TIME ZONE %L)', a.attname, time_zone)
+         WHEN 'timestamp'::regtype THEN format('pg_catalog.timezone(%L::pg_catalog.text, t.%I)', time_zone, a.attname)
+         WHEN 'date'::regtype
+         THEN format('pg_catalog.timezone(%L::pg_catalog.text, t.%I::pg_catalog.timestamp)', time_zone, a.attname)
        END
   FROM pg_attribute a
  WHERE a.attrelid = tbl AND a.attname = time_column AND a.attnum > 0 AND NOT a.attisdropped
@@ -284,7 +372,7 @@ $body$;
 -- The mapping table's name, quoted and schema-qualified: the given one (parsed as an identifier,
 -- so that it can only ever name a table; without a schema, in the table's), or <table>_rekey_map
 -- beside the table. Never resolved through the search_path.
-CREATE FUNCTION @extschema@.rekey_mapping_name(tbl regclass, mapping_table text)
+CREATE FUNCTION objectid_internal.rekey_mapping_name(tbl regclass, mapping_table text)
     RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -305,7 +393,7 @@ $body$;
 -- The comment a mapping table is made with: it binds the mapping table to its table (by OID and
 -- primary key constraint), so that a rekey adopts an existing mapping table (after rekey_forget)
 -- only when it was made for that very table.
-CREATE FUNCTION @extschema@.rekey_mapping_comment(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_mapping_comment(tbl regclass)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -317,7 +405,7 @@ $body$;
 -- Why the relation mapping cannot serve as the mapping table of tbl, or NULL when it can: a plain
 -- table of the table's owner, made for tbl (its comment), of exactly the mapping's columns, with
 -- no user trigger or rule that the toolkit's reads and inserts would run.
-CREATE FUNCTION @extschema@.rekey_mapping_problem(tbl regclass, mapping oid)
+CREATE FUNCTION objectid_internal.rekey_mapping_problem(tbl regclass, mapping oid)
     RETURNS text
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -329,18 +417,18 @@ BEGIN
     IF NOT FOUND THEN
         RETURN format('the mapping table (OID %s) is gone', mapping);
     ELSIF m.relkind <> 'r' OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = mapping OR i.inhparent = mapping) THEN
-        RETURN format('%s is not a plain table', @extschema@.rekey_name(mapping));
+        RETURN format('%s is not a plain table', objectid_internal.rekey_name(mapping));
     ELSIF m.relowner <> (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl) THEN
-        RETURN format('%s is owned by %s, not by %s, the owner of %s', @extschema@.rekey_name(mapping),
+        RETURN format('%s is owned by %s, not by %s, the owner of %s', objectid_internal.rekey_name(mapping),
                       m.relowner::regrole, (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl)::regrole, tbl);
     ELSIF (SELECT array_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum)
              FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0 AND NOT a.attisdropped)
           IS DISTINCT FROM ARRAY['old_key uuid', 'new_key uuid', 'batch bigint'] THEN
         RETURN format('%s exists and is not a rekey mapping table (old_key uuid, new_key uuid, batch bigint)',
-                      @extschema@.rekey_name(mapping));
-    ELSIF obj_description(mapping, 'pg_class') IS DISTINCT FROM @extschema@.rekey_mapping_comment(tbl) THEN
+                      objectid_internal.rekey_name(mapping));
+    ELSIF obj_description(mapping, 'pg_class') IS DISTINCT FROM objectid_internal.rekey_mapping_comment(tbl) THEN
         RETURN format('%s exists and is not the mapping table of %s (its comment says what it maps)',
-                      @extschema@.rekey_name(mapping), tbl);
+                      objectid_internal.rekey_name(mapping), tbl);
     ELSIF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = mapping AND NOT t.tgisinternal)
           OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = mapping)
           -- (PostgreSQL 18 records NOT NULL as constraints too.)
@@ -353,7 +441,7 @@ BEGIN
         -- Code of its own (a trigger, rule, CHECK, index expression, default or policy) would run
         -- as whoever inserts into or reads the mapping table.
         RETURN format('%s has a trigger, rule, constraint, index expression, default or row-level security of its own',
-                      @extschema@.rekey_name(mapping));
+                      objectid_internal.rekey_name(mapping));
     END IF;
     RETURN NULL;
 END
@@ -362,25 +450,26 @@ $body$;
 -- The recorded rekey of tbl, or NULL when there is none; an error when the record cannot be
 -- trusted any more: its table was dropped and another made with the same OID, or its mapping
 -- table no longer qualifies (rekey_mapping_problem).
-CREATE FUNCTION @extschema@.rekey_state_of(tbl regclass)
-    RETURNS @extschema@.rekey_state
+CREATE FUNCTION objectid_internal.rekey_state_of(tbl regclass)
+    RETURNS objectid_internal.rekey_state
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    st @extschema@.rekey_state;
+    st objectid_internal.rekey_state;
     problem text;
 BEGIN
-    SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl;
+    SELECT * INTO st FROM objectid_internal.rekey_state s WHERE s.relid = tbl;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
     IF st.key_constraint IS DISTINCT FROM (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p') THEN
         RAISE EXCEPTION 'the recorded rekey of % was of another table with the same OID, or of another primary key', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = format('SELECT %s.rekey_forget(%L) drops the record.', '@extschema@', tbl::oid::text);
+                  HINT = format('SELECT %s.rekey_forget(%L) drops the record.', objectid_internal.rekey_api_schema(),
+                                tbl::oid::text);
     END IF;
-    problem := @extschema@.rekey_mapping_problem(tbl, st.mapping_table);
+    problem := objectid_internal.rekey_mapping_problem(tbl, st.mapping_table);
     IF problem IS NOT NULL THEN
         RAISE EXCEPTION 'the mapping table of the rekey of % cannot be used: %', tbl, problem
             USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -389,37 +478,61 @@ BEGIN
 END
 $body$;
 
--- The four statements of a batch, exactly as rekey_batch runs them and rekey_plan shows them:
---   [1] the window: the next keys after $1, the high-water key, at most $2, the batch size, in key
---       order, whatever their version (so that the walk always goes through the key's index);
---   [2] lock the window's version-4 keys not yet mapped: $1 the window; returns them in order;
---   [3] map them: $1 the keys, $2 the fallback time, $3 the batch number;
---   [4] rewrite the key and every referencing column in one statement: $1 the keys; returns the
---       rows changed per table, in the order of rekey_columns (for the key's table, the rows whose
---       key became its new key). The one statement that fires the tables' own triggers, so it runs
---       under the caller's search_path (rekey_batch), every operator and function in it qualified.
--- mapping_table is a qualified name (rekey_name of the recorded mapping table, or the one to be
--- made).
-CREATE FUNCTION @extschema@.rekey_statements(tbl regclass, time_column name, time_zone text,
-                                             mapping_table text)
-    RETURNS text[]
+-- The SQL for the time a key will carry, given the SQL of a row's time (time_expr) and of the
+-- fallback time: the row's time when a UUIDv7 can carry it (1970-01-01 to 9999-12-31), else the
+-- fallback (a NULL time, or one out of that range). The batch, the plan and verify all use it.
+CREATE FUNCTION objectid_internal.rekey_usable_time(time_expr text, fallback text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT format('CASE WHEN %1$s OPERATOR(pg_catalog.>=) ''1970-01-01 00:00:00+00''::pg_catalog.timestamptz'
+              ' AND %1$s OPERATOR(pg_catalog.<) ''10000-01-01 00:00:00+00''::pg_catalog.timestamptz'
+              ' THEN %1$s ELSE %2$s END', time_expr, fallback)
+$body$;
+
+-- The statements of a batch, exactly as rekey_batch runs them (through rekey_batch_as_owner, as
+-- the tables' owner in a security-restricted operation) and rekey_plan shows them:
+--   window_query   the next keys after $1, the high-water key, at most $2, the batch size, in key
+--                  order, whatever their version (so that the walk always goes through the key's
+--                  index);
+--   lock_query     lock the window's version-4 keys not yet mapped: $1 the window; returns them in
+--                  order;
+--   map_query      map them: $1 the keys, $2 the fallback time, $3 the batch number;
+--   rewrite_query  rewrite the key and every referencing column in one statement: $1 the keys;
+--                  returns the rows changed per table, in the order of rekey_columns (for the key's
+--                  table, the rows whose key became its new key).
+-- Every operator and function in them is qualified: they run with search_path = pg_catalog,
+-- pg_temp. mapping_table is a qualified name (rekey_name of the recorded mapping table, or the
+-- one to be made).
+CREATE TYPE objectid_internal.rekey_batch_statements AS (
+    window_query text,
+    lock_query text,
+    map_query text,
+    rewrite_query text
+);
+
+CREATE FUNCTION objectid_internal.rekey_statements(tbl regclass, time_column name, time_zone text,
+                                                   mapping_table text)
+    RETURNS objectid_internal.rekey_batch_statements
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
-    time_expr text := @extschema@.rekey_time_expression(tbl, time_column, time_zone);
+    key name := objectid_internal.rekey_key_column(tbl);
+    time_expr text := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
     updates text[] := '{}';
     counts text[] := '{}';
     r record;
     i integer := 0;
+    result objectid_internal.rekey_batch_statements;
 BEGIN
     IF time_expr IS NULL THEN
         RAISE EXCEPTION 'column "%" of % is not a timestamptz, timestamp or date column', time_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth
-               FROM @extschema@.rekey_columns(tbl) c
+               FROM objectid_internal.rekey_columns(tbl) c
               GROUP BY c.relid
               ORDER BY min(c.depth), c.relid::text
     LOOP
@@ -428,16 +541,19 @@ BEGIN
             updates := updates || format(
                 'u%s AS (UPDATE ONLY %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
                 ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
-                i, @extschema@.rekey_name(r.relid), r.names[1], r.names[1], r.names[1],
+                i, objectid_internal.rekey_name(r.relid::oid), r.names[1], r.names[1], r.names[1],
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         ELSE
             -- One UPDATE per table, so that no row is changed twice by the statement (a
-            -- self-reference, or two columns referencing the key).
+            -- self-reference, or two columns referencing the key). Each column's new value comes
+            -- from the mapping table through its primary key (it holds the batch's rows since
+            -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
+            -- would read the whole batch for each row.
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, @extschema@.rekey_name(r.relid),
+                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_name(r.relid::oid),
                 (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
-                                          ' THEN (SELECT b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%1$I)'
-                                          ' ELSE t.%1$I END', n), ', ')
+                                          ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
+                                          ' ELSE t.%1$I END', n, mapping_table), ', ')
                    FROM unnest(r.names) n),
                 (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
@@ -448,27 +564,30 @@ BEGIN
             THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
-    RETURN ARRAY[
-        format('SELECT array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
-               ' WHERE t.%1$I > $1 ORDER BY t.%1$I LIMIT $2) s',
-               key, @extschema@.rekey_name(tbl)),
-        format('SELECT array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
-               ' WHERE t.%1$I = ANY ($1) AND %3$s.uuid_extract_version(t.%1$I) = 4'
-               ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key = t.%1$I) FOR UPDATE OF t) s',
-               key, @extschema@.rekey_name(tbl), '@extschema@', mapping_table),
-        format('INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, %3$s.uuidv7_at(CASE WHEN %4$s >= ''1970-01-01 00:00:00+00'''
-               ' AND %4$s < ''10000-01-01 00:00:00+00'' THEN %4$s ELSE $2 END), $3 FROM ONLY %5$s t WHERE t.%2$I = ANY ($1)',
-               mapping_table, key, '@extschema@', time_expr, @extschema@.rekey_name(tbl)),
-        format('WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
-               ' %s SELECT ARRAY[%s]',
-               mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '))
-    ];
+    result.window_query := format(
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
+        key, objectid_internal.rekey_name(tbl::oid));
+    result.lock_query := format(
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
+        ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
+        key, objectid_internal.rekey_name(tbl::oid), mapping_table);
+    result.map_query := format(
+        'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
+        ' FROM ONLY %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
+        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_name(tbl::oid));
+    result.rewrite_query := format(
+        'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
+        ' %s SELECT ARRAY[%s]',
+        mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '));
+    RETURN result;
 END
 $body$;
 
 -- Whether the key's default makes version-7 keys: a call of uuidv7() or uuidv7(interval), this
 -- extension's or PostgreSQL 18's, recognised by OID in the stored expression.
-CREATE FUNCTION @extschema@.rekey_default_is_v7(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_default_is_v7(tbl regclass)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -476,117 +595,126 @@ CREATE FUNCTION @extschema@.rekey_default_is_v7(tbl regclass)
 SELECT coalesce((
     SELECT bool_or(d.adbin::text LIKE format('{FUNCEXPR :funcid %s %%', f.oid))
       FROM pg_attrdef d
-      JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-      CROSS JOIN (VALUES ('@extschema@.uuidv7()'::regprocedure::oid),
-                         ('@extschema@.uuidv7(interval)'::regprocedure::oid),
-                         (to_regprocedure('pg_catalog.uuidv7()')::oid),
-                         (to_regprocedure('pg_catalog.uuidv7(interval)')::oid)) f(oid)
-     WHERE d.adrelid = tbl AND a.attname = @extschema@.rekey_key_column(tbl) AND f.oid IS NOT NULL), false)
+      JOIN pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum
+      CROSS JOIN unnest(objectid_internal.rekey_uuidv7_functions()) f(oid)
+     WHERE d.adrelid OPERATOR(pg_catalog.=) tbl::oid
+       AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column(tbl)), false)
 $body$;
 
 -- What stops a rekey of tbl, one line each, before anything changes. rekey_plan lists them;
 -- rekey_run refuses to start or resume while there is any. mapping_table is the name of the
 -- mapping table (NULL: the default); for a rekey already started, rekey_name of the recorded one.
-CREATE FUNCTION @extschema@.rekey_problems(tbl regclass, time_column name, mapping_table text DEFAULT NULL,
-                                           fire_triggers boolean DEFAULT false)
-    RETURNS SETOF text
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
+CREATE FUNCTION objectid_internal.rekey_problems(tbl regclass, time_column name, mapping_table text,
+                                                 fire_triggers boolean)
+    RETURNS TABLE (code text, problem text)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
+    key name := objectid_internal.rekey_key_column(tbl);
     owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl);
-    mapping text := @extschema@.rekey_mapping_name(tbl, mapping_table);
+    mapping text := objectid_internal.rekey_mapping_name(tbl, mapping_table);
     mapping_oid regclass;
     mapping_schema text;
     problem text;
     r record;
 BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
-        RETURN NEXT format('permission denied: only the owner of %s (%s) or a member of its role may rekey it',
+        RETURN QUERY SELECT '42501'::text, format('permission denied: only the owner of %s (%s) or a member of its role may rekey it',
                            tbl, owner::regrole);
     END IF;
     IF time_column IS NULL THEN
-        RETURN NEXT format('no time column: name the column that holds each row''s creation time (candidates: %s)',
-                           coalesce(nullif(array_to_string(@extschema@.rekey_time_columns(tbl), ', '), ''), 'none'));
+        RETURN QUERY SELECT '55000'::text, format('no time column: name the column that holds each row''s creation time (candidates: %s)',
+                           coalesce(nullif(array_to_string(objectid_internal.rekey_time_columns(tbl), ', '), ''), 'none'));
     ELSIF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = time_column
                          AND a.attnum > 0 AND NOT a.attisdropped) THEN
-        RETURN NEXT format('time column "%s" does not exist in %s', time_column, tbl);
-    ELSIF @extschema@.rekey_time_expression(tbl, time_column, 'UTC') IS NULL THEN
-        RETURN NEXT format('time column "%s" of %s is of type %s, not timestamptz, timestamp or date', time_column, tbl,
+        RETURN QUERY SELECT '55000'::text, format('time column "%s" does not exist in %s', time_column, tbl);
+    ELSIF objectid_internal.rekey_time_expression(tbl, time_column, 'UTC') IS NULL THEN
+        RETURN QUERY SELECT '55000'::text, format('time column "%s" of %s is of type %s, not timestamptz, timestamp or date', time_column, tbl,
                            (SELECT a.atttypid::regtype FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = time_column));
-    ELSIF NOT has_column_privilege(tbl, time_column, 'SELECT') THEN
-        RETURN NEXT format('permission denied: you cannot read column %s of %s', time_column, tbl);
+    ELSIF NOT has_column_privilege(owner, tbl, time_column, 'SELECT') THEN
+        RETURN QUERY SELECT '42501'::text, format('permission denied: %s cannot read column %s of %s', owner::regrole,
+                                                 time_column, tbl);
     END IF;
 
     FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, a.attgenerated,
                     EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits
-               FROM @extschema@.rekey_columns(tbl) c
+               FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
     LOOP
         IF r.relowner <> owner THEN
             -- Its triggers, CHECK constraints and index expressions would run as whoever rekeys.
-            RETURN NEXT format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
+            RETURN QUERY SELECT '42501'::text, format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
                                r.relid, r.relowner::regrole, owner::regrole, tbl);
         END IF;
         IF r.relkind <> 'r' OR r.inherits THEN
-            RETURN NEXT format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
+            RETURN QUERY SELECT '55000'::text, format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
                                CASE WHEN r.relkind = 'p' THEN 'partitioned' WHEN r.relkind = 'f' THEN 'a foreign table'
                                     WHEN r.inherits THEN 'part of an inheritance tree or a partition'
                                     ELSE 'not a plain table' END);
         END IF;
         IF r.atttype <> 'uuid'::regtype THEN
-            RETURN NEXT format('%s.%I references the key but is of type %s, not uuid', r.relid, r.attname, r.atttype);
+            RETURN QUERY SELECT '55000'::text, format('%s.%I references the key but is of type %s, not uuid', r.relid, r.attname, r.atttype);
         END IF;
         IF r.attgenerated <> '' THEN
-            RETURN NEXT format('%s.%I references the key but is a generated column', r.relid, r.attname);
+            RETURN QUERY SELECT '55000'::text, format('%s.%I references the key but is a generated column', r.relid, r.attname);
         END IF;
-        IF r.depth > 0 AND NOT @extschema@.rekey_column_indexed(r.relid, r.attnum) THEN
-            RETURN NEXT format('%s.%I references the key but no btree index starts with it: CREATE INDEX CONCURRENTLY ON %s (%I)',
+        IF r.depth > 0 AND NOT objectid_internal.rekey_column_indexed(r.relid, r.attnum) THEN
+            RETURN QUERY SELECT '55000'::text, format('%s.%I references the key but no btree index starts with it: CREATE INDEX CONCURRENTLY ON %s (%I)',
                                r.relid, r.attname, r.relid, r.attname);
         END IF;
-        IF NOT has_column_privilege(r.relid, r.attnum, 'UPDATE') OR NOT has_column_privilege(r.relid, r.attnum, 'SELECT') THEN
-            RETURN NEXT format('permission denied: you cannot read and update column %I of %s', r.attname, r.relid);
+        -- What the batch's statements will meet, running as the owner: its privileges, and
+        -- row-level security when forced on the owner.
+        IF NOT has_column_privilege(r.relowner, r.relid, r.attnum, 'UPDATE')
+           OR NOT has_column_privilege(r.relowner, r.relid, r.attnum, 'SELECT') THEN
+            RETURN QUERY SELECT '42501'::text, format('permission denied: %s cannot read and update column %I of %s',
+                                                     r.relowner::regrole, r.attname, r.relid);
         END IF;
-        IF r.relrowsecurity AND row_security_active(r.relid) THEN
-            RETURN NEXT format('row-level security applies to you on %s: a rekey must see and update every row', r.relid);
+        IF r.relrowsecurity AND pg_has_role(r.relowner, 'USAGE') THEN
+            IF (objectid_internal.rekey_read_as_owner(r.relid::oid,
+                    format('SELECT pg_catalog.row_security_active(%s::pg_catalog.oid) AS active', r.relid::oid))
+                OPERATOR(pg_catalog.->>) 'active'::text)::boolean THEN
+                RETURN QUERY SELECT '55000'::text,
+                    format('row-level security applies to %s on %s: a rekey must see and update every row',
+                           r.relowner::regrole, r.relid);
+            END IF;
         END IF;
     END LOOP;
 
     -- A rewritten column that is also in a foreign key to columns the rekey does not change: its
     -- new values would have to exist there (the table's key itself referencing another table, say).
     FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
-               FROM @extschema@.rekey_columns(tbl) c
+               FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid
                CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
               WHERE k.conkey[i] = c.attnum
-                AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) t
+                AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) t
                                  WHERE t.relid = k.confrelid AND t.attnum = k.confkey[i])
               ORDER BY 1, 2, 3
     LOOP
-        RETURN NEXT format('%s.%I is also in foreign key %I to %s, whose columns the rekey does not change',
+        RETURN QUERY SELECT '55000'::text, format('%s.%I is also in foreign key %I to %s, whose columns the rekey does not change',
                            r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
     FOR r IN SELECT DISTINCT c.relid, t.tgname
-               FROM @extschema@.rekey_columns(tbl) c
+               FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_trigger t ON t.tgrelid = c.relid
               WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND (t.tgtype & 16) <> 0
                 AND (cardinality(t.tgattr::int2[]) = 0
-                     OR EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) c2
+                     OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
                                  WHERE c2.relid = c.relid AND c2.attnum = ANY (t.tgattr::int2[])))
                 AND NOT fire_triggers
               ORDER BY 1, 2
     LOOP
-        RETURN NEXT format('trigger %I on %s would fire on the rewrite of every row: disable it, or pass fire_triggers => true',
+        RETURN QUERY SELECT '55000'::text, format('trigger %I on %s would fire on the rewrite of every row: disable it, or pass fire_triggers => true',
                            r.tgname, r.relid);
     END LOOP;
     FOR r IN SELECT DISTINCT c.relid, w.rulename
-               FROM @extschema@.rekey_columns(tbl) c JOIN pg_rewrite w ON w.ev_class = c.relid
+               FROM objectid_internal.rekey_columns(tbl) c JOIN pg_rewrite w ON w.ev_class = c.relid
               WHERE w.ev_type = '2' ORDER BY 1, 2
     LOOP
-        RETURN NEXT format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);
+        RETURN QUERY SELECT '55000'::text, format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);
     END LOOP;
 
     mapping_oid := to_regclass(mapping);
@@ -595,26 +723,27 @@ BEGIN
         -- (unless a superuser gives it).
         mapping_schema := coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1], current_schema());
         IF to_regnamespace(mapping_schema) IS NULL THEN
-            RETURN NEXT format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
+            RETURN QUERY SELECT '55000'::text, format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
         ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE')
               OR NOT (has_schema_privilege(owner, mapping_schema, 'CREATE')
                       OR (SELECT rl.rolsuper FROM pg_roles rl WHERE rl.rolname = current_user)) THEN
-            RETURN NEXT format('permission denied: you and %s must both be allowed to create the mapping table %s',
+            RETURN QUERY SELECT '42501'::text, format('permission denied: you and %s must both be allowed to create the mapping table %s',
                                owner::regrole, mapping);
         END IF;
     ELSE
-        problem := @extschema@.rekey_mapping_problem(tbl, mapping_oid);
+        problem := objectid_internal.rekey_mapping_problem(tbl, mapping_oid);
         IF problem IS NOT NULL THEN
-            RETURN NEXT problem;
-        ELSIF NOT (has_table_privilege(mapping_oid, 'SELECT') AND has_table_privilege(mapping_oid, 'INSERT')) THEN
-            RETURN NEXT format('permission denied: you cannot read and insert into the mapping table %s', mapping);
+            RETURN QUERY SELECT '55000'::text, problem;
+        ELSIF NOT (has_table_privilege(owner, mapping_oid, 'SELECT') AND has_table_privilege(owner, mapping_oid, 'INSERT')) THEN
+            RETURN QUERY SELECT '42501'::text, format('permission denied: %s cannot read and insert into the mapping table %s',
+                                                     owner::regrole, mapping);
         END IF;
     END IF;
 END
 $body$;
 
 -- Columns that could supply creation times: time columns, the usual names first, then NOT NULL.
-CREATE FUNCTION @extschema@.rekey_time_columns(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_time_columns(tbl regclass)
     RETURNS name[]
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
@@ -630,29 +759,45 @@ $body$;
 
 -- What there is, for one table: key versions, the v7 keys' time span, the key's physical order,
 -- the key index's size and leaf density, the foreign keys that follow it, candidate time columns.
-CREATE FUNCTION @extschema@.rekey_assess(tbl regclass)
+CREATE FUNCTION objectid_internal.rekey_assess(tbl regclass)
     RETURNS TABLE (table_name regclass, key_column name, total_rows bigint, v4_keys bigint,
                    v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
                    v7_first timestamptz, v7_last timestamptz, key_correlation real,
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
                    foreign_keys text[], time_columns name[], notes text[])
-    LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    stattuple name;
+    counts jsonb;
 BEGIN
     table_name := tbl;
-    key_column := @extschema@.rekey_key_column(tbl);
+    key_column := objectid_internal.rekey_key_column(tbl);
     notes := '{}';
-    EXECUTE format(
-        'SELECT count(*), count(*) FILTER (WHERE v = 4), count(*) FILTER (WHERE v = 7),'
-        ' count(*) FILTER (WHERE v = 1), count(*) FILTER (WHERE k IS NOT NULL AND v IS DISTINCT FROM 1'
-        ' AND v IS DISTINCT FROM 4 AND v IS DISTINCT FROM 7), count(*) FILTER (WHERE k IS NULL),'
-        ' min(%2$s.uuid_extract_timestamp(k)) FILTER (WHERE v = 7), max(%2$s.uuid_extract_timestamp(k)) FILTER (WHERE v = 7)'
-        ' FROM (SELECT t.%1$I AS k, %2$s.uuid_extract_version(t.%1$I) AS v FROM ONLY %3$s t) s',
-        key_column, '@extschema@', @extschema@.rekey_name(tbl))
-       INTO total_rows, v4_keys, v7_keys, v1_keys, other_keys, null_keys, v7_first, v7_last;
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
+        -- The table is read only as its owner (its policies and index expressions are the owner's
+        -- code), which the caller may not act as.
+        RAISE EXCEPTION 'permission denied: only the owner of % or a member of its role may assess it', tbl
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    counts := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+        'SELECT pg_catalog.count(*) AS total, pg_catalog.count(*) FILTER (WHERE v OPERATOR(pg_catalog.=) 4) AS v4,'
+        ' pg_catalog.count(*) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS v7,'
+        ' pg_catalog.count(*) FILTER (WHERE v OPERATOR(pg_catalog.=) 1) AS v1,'
+        ' pg_catalog.count(*) FILTER (WHERE k IS NOT NULL AND v IS DISTINCT FROM 1'
+        ' AND v IS DISTINCT FROM 4 AND v IS DISTINCT FROM 7) AS other, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS nulls,'
+        ' pg_catalog.min(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS first,'
+        ' pg_catalog.max(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS last'
+        ' FROM (SELECT t.%1$I AS k, objectid_internal.uuid_extract_version(t.%1$I) AS v FROM ONLY %2$s t) s',
+        key_column, objectid_internal.rekey_name(tbl::oid)));
+    total_rows := (counts ->> 'total')::bigint;
+    v4_keys := (counts ->> 'v4')::bigint;
+    v7_keys := (counts ->> 'v7')::bigint;
+    v1_keys := (counts ->> 'v1')::bigint;
+    other_keys := (counts ->> 'other')::bigint;
+    null_keys := (counts ->> 'nulls')::bigint;
+    v7_first := (counts ->> 'first')::timestamptz;
+    v7_last := (counts ->> 'last')::timestamptz;
 
     SELECT s.correlation INTO key_correlation
       FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
@@ -664,18 +809,14 @@ BEGIN
 
     SELECT c.conindid::regclass INTO key_index FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p';
     key_index_size := pg_relation_size(key_index);
-    SELECT n.nspname INTO stattuple
-      FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pgstattuple';
-    IF stattuple IS NULL THEN
-        notes := notes || 'leaf density not available: the pgstattuple extension is not installed'::text;
-    ELSE
-        BEGIN
-            EXECUTE format('SELECT avg_leaf_density FROM %I.pgstatindex($1)', stattuple)
-               INTO key_index_leaf_density USING key_index;
-        EXCEPTION WHEN insufficient_privilege THEN
-            notes := notes || format('leaf density not available: %s', SQLERRM);
-        END;
-    END IF;
+    BEGIN
+        key_index_leaf_density := objectid_internal.rekey_leaf_density(key_index::oid);
+        IF key_index_leaf_density IS NULL THEN
+            notes := notes || 'leaf density not available: the pgstattuple extension is not installed'::text;
+        END IF;
+    EXCEPTION WHEN insufficient_privilege THEN
+        notes := notes || format('leaf density not available: %s', SQLERRM);
+    END;
 
     SELECT array_agg(format('%s(%s) -> %s(%s) ON UPDATE %s ON DELETE %s%s%s, %s',
                             r.referencing_table, array_to_string(r.referencing_columns, ', '),
@@ -685,12 +826,38 @@ BEGIN
                             CASE WHEN r.validated THEN '' ELSE ' NOT VALID' END,
                             CASE WHEN r.indexed THEN 'indexed' ELSE 'NOT INDEXED' END)
                      ORDER BY r.depth, r.referencing_table::text, r.constraint_name)
-      INTO foreign_keys FROM @extschema@.rekey_references(tbl) r;
+      INTO foreign_keys FROM objectid_internal.rekey_references(tbl) r;
     foreign_keys := coalesce(foreign_keys, '{}');
 
-    time_columns := @extschema@.rekey_time_columns(tbl);
+    time_columns := objectid_internal.rekey_time_columns(tbl);
     RETURN NEXT;
 END
+$body$;
+
+-- The documented rekey_assess and rekey_references: the internal ones, which the toolkit's
+-- other functions call (never a function of @extschema@, whose owner may rename it).
+CREATE FUNCTION @extschema@.rekey_assess(tbl regclass)
+    RETURNS TABLE (table_name regclass, key_column name, total_rows bigint, v4_keys bigint,
+                   v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
+                   v7_first timestamptz, v7_last timestamptz, key_correlation real,
+                   key_index regclass, key_index_size bigint, key_index_leaf_density float8,
+                   foreign_keys text[], time_columns name[], notes text[])
+    LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT * FROM objectid_internal.rekey_assess(tbl)
+$body$;
+
+CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
+    RETURNS TABLE (depth integer, constraint_name name, referencing_table regclass,
+                   referencing_columns name[], referenced_table regclass, referenced_columns name[],
+                   rekeyed_columns name[], column_types regtype[], on_update text, on_delete text,
+                   is_deferrable boolean, initially_deferred boolean, validated boolean, indexed boolean,
+                   constraint_id oid)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT * FROM objectid_internal.rekey_references(tbl)
 $body$;
 
 -- rekey_assess for every table of a schema whose primary key is one uuid column.
@@ -700,15 +867,16 @@ CREATE FUNCTION @extschema@.rekey_assess_schema(schema_name regnamespace)
                    v7_first timestamptz, v7_last timestamptz, key_correlation real,
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
                    foreign_keys text[], time_columns name[], notes text[])
-    LANGUAGE sql VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT a.*
   FROM pg_class c
   JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype = 'p' AND cardinality(k.conkey) = 1
   JOIN pg_attribute ka ON ka.attrelid = c.oid AND ka.attnum = k.conkey[1] AND ka.atttypid = 'uuid'::regtype
-  CROSS JOIN LATERAL @extschema@.rekey_assess(c.oid::regclass) a
- WHERE c.relnamespace = schema_name AND c.relkind = 'r' AND has_table_privilege(c.oid, 'SELECT')
+  CROSS JOIN LATERAL objectid_internal.rekey_assess(c.oid::regclass) a
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) schema_name::oid AND c.relkind OPERATOR(pg_catalog.=) 'r'
+   AND pg_has_role(c.relowner, 'USAGE')
  ORDER BY c.relname
 $body$;
 
@@ -720,16 +888,20 @@ CREATE FUNCTION @extschema@.rekey_plan(tbl regclass, time_column name DEFAULT NU
                                        batch_size integer DEFAULT 10000, mapping_table text DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false)
     RETURNS SETOF text
-    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
-    st @extschema@.rekey_state;
+    key name := objectid_internal.rekey_key_column(tbl);
+    st objectid_internal.rekey_state;
     mapping text;
     zone text := current_setting('TimeZone');
     problems text[];
-    statements text[];
+    statements objectid_internal.rekey_batch_statements;
+    as_owner boolean := pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE');
+    counts jsonb;
+    time_expr text;
+    untimed bigint;
     total bigint;
     todo bigint;
     v7 bigint;
@@ -748,24 +920,51 @@ BEGIN
     IF batch_size IS NULL OR batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    st := @extschema@.rekey_state_of(tbl);
+    st := objectid_internal.rekey_state_of(tbl);
     IF st.relid IS NOT NULL THEN
         time_column := coalesce(time_column, st.time_column);
-        mapping_table := @extschema@.rekey_name(st.mapping_table);
+        mapping_table := objectid_internal.rekey_name(st.mapping_table);
         zone := st.time_zone;
     END IF;
-    mapping := @extschema@.rekey_mapping_name(tbl, mapping_table);
-    problems := ARRAY(SELECT @extschema@.rekey_problems(tbl, time_column, mapping, fire_triggers));
+    mapping := objectid_internal.rekey_mapping_name(tbl, mapping_table);
+    problems := ARRAY(SELECT p.problem FROM objectid_internal.rekey_problems(tbl, time_column, mapping, fire_triggers) p);
+    IF time_column IS NOT NULL THEN
+        time_expr := objectid_internal.rekey_time_expression(tbl, time_column, zone);
+    END IF;
 
-    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE %2$s.uuid_extract_version(t.%1$I) = 4),'
-                   ' count(*) FILTER (WHERE %2$s.uuid_extract_version(t.%1$I) = 7) FROM ONLY %3$s t',
-                   key, '@extschema@', @extschema@.rekey_name(tbl))
-       INTO total, todo, v7;
+    -- The tables are read as their owner only (their policies and index expressions are the
+    -- owner's code): a caller who may not act as the owner sees the problems, not the counts.
+    IF as_owner THEN
+        counts := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+            'SELECT pg_catalog.count(*) AS total,'
+            ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4) AS v4,'
+            ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 7) AS v7,'
+            ' %3$s AS untimed FROM ONLY %2$s t',
+            key, objectid_internal.rekey_name(tbl::oid),
+            CASE WHEN time_expr IS NULL THEN 'NULL::pg_catalog.int8'
+                 ELSE format('pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4'
+                             ' AND %s IS NULL)', key, objectid_internal.rekey_usable_time(time_expr, 'NULL')) END));
+        total := (counts ->> 'total')::bigint;
+        todo := (counts ->> 'v4')::bigint;
+        v7 := (counts ->> 'v7')::bigint;
+        untimed := (counts ->> 'untimed')::bigint;
+    END IF;
 
     RETURN NEXT format('Rekey plan for %s: primary key %I to UUIDv7, creation times from %s',
                        tbl, key, coalesce(quote_ident(time_column), '(no time column given)'));
-    RETURN NEXT format('  keys: %s rows, %s version 4 to rekey, %s version 7 already, %s other', total, todo, v7,
-                       total - todo - v7);
+    IF as_owner THEN
+        RETURN NEXT format('  keys: %s rows, %s version 4 to rekey, %s version 7 already, %s other', total, todo, v7,
+                           total - todo - v7);
+    ELSE
+        RETURN NEXT format('  keys: not counted: only the owner of %s or a member of its role may read it for a rekey', tbl);
+    END IF;
+    IF untimed > 0 THEN
+        RETURN NEXT format('  times: %s version-4 keys have no time a UUIDv7 can carry in %I (NULL, or outside 1970-01-01 to'
+                           ' 9999-12-31): they get the fallback time %s', untimed, time_column,
+                           to_char(coalesce(st.fallback_time, '1970-01-01 00:00:00+00') AT TIME ZONE 'UTC',
+                                   'YYYY-MM-DD HH24:MI:SS "UTC"')
+                           || CASE WHEN st.relid IS NULL THEN ' (rekey_run''s fallback_time, if given)' ELSE '' END);
+    END IF;
     IF st.relid IS NOT NULL THEN
         RETURN NEXT format('  started %s: %s keys rekeyed in %s batches, pass %s%s',
                            to_char(st.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"'),
@@ -777,17 +976,20 @@ BEGIN
 
     RETURN NEXT '  columns that change together, with the rows each batch run will rewrite:';
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
-                    @extschema@.rekey_readable(tbl, c.relid) AS all_uuid
-               FROM @extschema@.rekey_columns(tbl) c
+                    objectid_internal.rekey_readable(tbl, c.relid) AS all_uuid
+               FROM objectid_internal.rekey_columns(tbl) c
               GROUP BY c.relid ORDER BY min(c.depth), c.relid::text
     LOOP
         rows_touched := NULL;
-        IF r.all_uuid THEN
-            EXECUTE format('SELECT count(*), coalesce(avg(pg_column_size(t.*)), 0) FROM ONLY %s t WHERE %s',
-                           @extschema@.rekey_name(r.relid),
-                           (SELECT string_agg(format('%s.uuid_extract_version(t.%I) = 4', '@extschema@', n), ' OR ')
-                              FROM unnest(r.names) n))
-               INTO rows_touched, row_bytes;
+        IF r.all_uuid AND as_owner THEN
+            counts := objectid_internal.rekey_read_as_owner(r.relid::oid, format(
+                'SELECT pg_catalog.count(*) AS n, coalesce(pg_catalog.avg(pg_catalog.pg_column_size(t.*)), 0) AS bytes'
+                ' FROM ONLY %s t WHERE %s',
+                objectid_internal.rekey_name(r.relid::oid),
+                (SELECT string_agg(format('objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4', n), ' OR ')
+                   FROM unnest(r.names) n)));
+            rows_touched := (counts ->> 'n')::bigint;
+            row_bytes := (counts ->> 'bytes')::numeric;
             SELECT count(*), coalesce(sum(e.size), 0) INTO index_count, index_entry
               FROM (SELECT ((8 + sum(CASE WHEN ty.typlen > 0 THEN ty.typlen ELSE 16 END) + 7) / 8) * 8 + 4 AS size
                       FROM pg_index i
@@ -806,7 +1008,7 @@ BEGIN
     -- The mapping table: a row and two index entries per key.
     wal := wal + todo * ((24 + 16 + 16 + 8) + 60 + 2 * ((8 + 16 + 7) / 8 * 8 + 4 + 40));
 
-    FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
+    FOR r IN SELECT * FROM objectid_internal.rekey_references(tbl) LOOP
         RETURN NEXT format('  foreign key %I: %s(%s) -> %s(%s), ON UPDATE %s%s', r.constraint_name,
                            r.referencing_table, array_to_string(r.referencing_columns, ', '),
                            r.referenced_table, array_to_string(r.referenced_columns, ', '), r.on_update,
@@ -824,40 +1026,42 @@ BEGIN
 
     RETURN NEXT 'Steps:';
     step := step + 1;
-    IF @extschema@.rekey_default_is_v7(tbl) THEN
+    IF objectid_internal.rekey_default_is_v7(tbl) THEN
         RETURN NEXT format('  %s. new rows already get version-7 keys: the default of %I calls uuidv7()', step, key);
     ELSE
         RETURN NEXT format('  %s. SELECT %s.rekey_switch_default(%L): new rows get version-7 keys from now on',
-                           step, '@extschema@', tbl::text);
-        RETURN NEXT format('       ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', @extschema@.rekey_name(tbl), key,
-                           '@extschema@');
+                           step, objectid_internal.rekey_api_schema(), tbl::text);
+        RETURN NEXT format('       ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', objectid_internal.rekey_name(tbl::oid), key,
+                           objectid_internal.rekey_api_schema());
         RETURN NEXT format('       lock: ACCESS EXCLUSIVE on %s for a catalog change, each attempt waiting at most its lock_timeout', tbl);
     END IF;
 
     step := step + 1;
     RETURN NEXT format('  %s. CALL %s.rekey_run(%L, time_column => %L): records the starting counts%s', step,
-                       '@extschema@', tbl::text, time_column,
+                       objectid_internal.rekey_api_schema(), tbl::text, time_column,
                        CASE WHEN to_regclass(mapping) IS NULL THEN ' and creates the mapping table' ELSE '' END);
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
     END IF;
     RETURN NEXT format('     then %s windows of up to %s keys in key order, the version-4 keys of each a batch in its own'
-                       ' transaction (with enable_seqscan off):', (total + batch_size - 1) / batch_size, batch_size);
-    IF time_column IS NOT NULL AND @extschema@.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
-       AND NOT EXISTS (SELECT FROM @extschema@.rekey_columns(tbl) c WHERE c.atttype <> 'uuid'::regtype) THEN
-        statements := @extschema@.rekey_statements(tbl, time_column, zone, mapping);
-        RETURN NEXT '     a. ' || statements[1];
+                       ' transaction (with enable_seqscan off), as %s in a security-restricted operation:',
+                       coalesce(((total + batch_size - 1) / batch_size)::text, 'the'), batch_size,
+                       (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl));
+    IF time_column IS NOT NULL AND objectid_internal.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
+       AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c WHERE c.atttype <> 'uuid'::regtype) THEN
+        statements := objectid_internal.rekey_statements(tbl, time_column, zone, mapping);
+        RETURN NEXT '     a. ' || statements.window_query;
         RETURN NEXT format('        lock: ACCESS SHARE on %s', tbl);
-        RETURN NEXT '     b. ' || statements[2];
+        RETURN NEXT '     b. ' || statements.lock_query;
         RETURN NEXT format('        lock: ROW SHARE on %s; the batch''s rows FOR UPDATE, so that updates and deletes of them,'
                            ' and inserts that reference them, wait for the COMMIT', tbl);
-        RETURN NEXT '     c. ' || statements[3];
+        RETURN NEXT '     c. ' || statements.map_query;
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s', mapping);
-        RETURN NEXT '     d. ' || statements[4];
+        RETURN NEXT '     d. ' || statements.rewrite_query;
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row',
-                           (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM @extschema@.rekey_columns(tbl) c));
-        RETURN NEXT format('     e. UPDATE %s.rekey_state (progress), COMMIT, then the pause; a lock not granted within'
-                           ' lock_timeout rolls the batch back and retries it', '@extschema@');
+                           (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM objectid_internal.rekey_columns(tbl) c));
+        RETURN NEXT '     e. UPDATE objectid_internal.rekey_state (progress), COMMIT, then the pause; a lock not granted'
+                    ' within lock_timeout rolls the batch back and retries it';
     ELSE
         RETURN NEXT '     (the statements depend on the time column)';
     END IF;
@@ -865,11 +1069,11 @@ BEGIN
 
     step := step + 1;
     RETURN NEXT format('  %s. SELECT * FROM %s.rekey_verify(%L): keys left, foreign keys, counts against the start',
-                       step, '@extschema@', tbl::text);
+                       step, objectid_internal.rekey_api_schema(), tbl::text);
     step := step + 1;
     RETURN NEXT format('  %s. compact the indexes, which every rewritten row added an entry to; lock: SHARE UPDATE EXCLUSIVE,'
                        ' reads and writes go on', step);
-    FOR r IN SELECT DISTINCT c.relid::text AS name FROM @extschema@.rekey_columns(tbl) c ORDER BY 1 LOOP
+    FOR r IN SELECT DISTINCT c.relid::text AS name FROM objectid_internal.rekey_columns(tbl) c ORDER BY 1 LOOP
         RETURN NEXT format('       REINDEX TABLE CONCURRENTLY %s', r.name);
     END LOOP;
 
@@ -890,16 +1094,18 @@ CREATE FUNCTION @extschema@.rekey_switch_default(tbl regclass, lock_timeout inte
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
-    statement text := format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', @extschema@.rekey_name(tbl), key,
-                             '@extschema@');
+    key name := objectid_internal.rekey_key_column(tbl);
+    -- The extension's schema by its name now: a name written into this script would reach
+    -- whatever schema its owner gave that name since.
+    statement text := format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', objectid_internal.rekey_name(tbl::oid),
+                             key, objectid_internal.rekey_api_schema());
     saved text := current_setting('lock_timeout');
     attempt integer := 0;
 BEGIN
-    IF @extschema@.rekey_default_is_v7(tbl) THEN
+    IF objectid_internal.rekey_default_is_v7(tbl) THEN
         RETURN format('unchanged: the default of %s.%I already makes version-7 keys', tbl, key);
     END IF;
-    IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = tbl), 'USAGE') THEN
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table % to change its default', tbl
             USING ERRCODE = 'insufficient_privilege';
     END IF;
@@ -908,6 +1114,11 @@ BEGIN
         BEGIN
             PERFORM set_config('lock_timeout', (extract(epoch FROM lock_timeout) * 1000)::bigint::text || 'ms', true);
             EXECUTE statement;
+            -- What the name resolved to, by OID: never a default that calls another function.
+            IF NOT objectid_internal.rekey_default_is_v7(tbl) THEN
+                RAISE EXCEPTION 'the default set on %.% does not call this extension''s uuidv7()', tbl, key
+                    USING ERRCODE = 'object_not_in_prerequisite_state';
+            END IF;
             EXIT;
         EXCEPTION WHEN lock_not_available THEN
             IF attempt >= attempts THEN
@@ -928,19 +1139,21 @@ $body$;
 -- (or adopts, after rekey_forget) the mapping table and records the counts rekey_verify compares
 -- with; on a rekey that finished, starts a sweep for version-4 keys inserted since. A time
 -- column, mapping table or fallback time given must be the recorded one.
-CREATE FUNCTION @extschema@.rekey_start(tbl regclass, time_column name, fallback_time timestamptz,
+CREATE FUNCTION objectid_internal.rekey_start(tbl regclass, time_column name, fallback_time timestamptz,
                                         fire_triggers boolean, mapping_table text)
-    RETURNS @extschema@.rekey_state
+    RETURNS objectid_internal.rekey_state
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
+    key name := objectid_internal.rekey_key_column(tbl);
     owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl);
-    st @extschema@.rekey_state;
+    st objectid_internal.rekey_state;
     mapping text;
     mapping_oid oid;
     problems text[];
+    code text;
+    counts jsonb;
     remaining bigint;
     done bigint;
     snapshot jsonb;
@@ -952,8 +1165,8 @@ BEGIN
                 tbl, tbl, owner::regrole
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
-    st := @extschema@.rekey_state_of(tbl);
+    PERFORM FROM objectid_internal.rekey_state s WHERE s.relid = tbl FOR UPDATE;
+    st := objectid_internal.rekey_state_of(tbl);
     IF st.relid IS NOT NULL THEN
         IF time_column IS NOT NULL AND time_column <> st.time_column THEN
             RAISE EXCEPTION 'the rekey of % started with time column "%", not "%"', tbl, st.time_column, time_column
@@ -969,30 +1182,33 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         time_column := st.time_column;
-        mapping := @extschema@.rekey_name(st.mapping_table);
+        mapping := objectid_internal.rekey_name(st.mapping_table);
     ELSE
-        mapping := @extschema@.rekey_mapping_name(tbl, mapping_table);
+        mapping := objectid_internal.rekey_mapping_name(tbl, mapping_table);
     END IF;
 
-    problems := ARRAY(SELECT @extschema@.rekey_problems(tbl, time_column, mapping, fire_triggers));
-    IF NOT @extschema@.rekey_default_is_v7(tbl) THEN
+    SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
+      INTO problems, code
+      FROM objectid_internal.rekey_problems(tbl, time_column, mapping, fire_triggers) p;
+    problems := coalesce(problems, '{}');
+    IF NOT objectid_internal.rekey_default_is_v7(tbl) THEN
         problems := problems || format('the default of %s.%I does not make version-7 keys: run rekey_switch_default(%L) first,'
                                        ' so that rows inserted during the rekey get them', tbl, key, tbl::text);
+        code := coalesce(code, '55000');
     END IF;
     IF cardinality(problems) > 0 THEN
         RAISE EXCEPTION 'cannot rekey %: %', tbl, problems[1]
-            USING ERRCODE = CASE WHEN EXISTS (SELECT FROM unnest(problems) p WHERE p LIKE 'permission denied%')
-                                 THEN 'insufficient_privilege' ELSE 'object_not_in_prerequisite_state' END,
+            USING ERRCODE = code,
                   DETAIL = 'Every problem found: ' || array_to_string(problems, '; '),
                   HINT = format('SELECT * FROM %s.rekey_plan(%L, %L) shows the plan and its problems.',
-                                '@extschema@', tbl::text, time_column);
+                                objectid_internal.rekey_api_schema(), tbl::text, time_column);
     END IF;
-
-    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
-                   @extschema@.rekey_name(tbl), '@extschema@', key)
-       INTO remaining;
     IF st.relid IS NOT NULL THEN
-        UPDATE @extschema@.rekey_state s
+        remaining := (objectid_internal.rekey_read_as_owner(tbl::oid, format(
+            'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+            ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
+            objectid_internal.rekey_name(tbl::oid), key)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
+        UPDATE objectid_internal.rekey_state s
            SET runs = s.runs + 1, run_started_at = clock_timestamp(), run_keys_done = 0,
                keys_total = s.keys_done + remaining,
                pass = CASE WHEN s.finished_at IS NULL THEN s.pass ELSE 2 END,
@@ -1009,27 +1225,26 @@ BEGIN
     IF mapping_oid IS NULL THEN
         EXECUTE format('CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
         mapping_oid := to_regclass(mapping);
-        EXECUTE format('COMMENT ON TABLE %s IS %L', @extschema@.rekey_name(mapping_oid), @extschema@.rekey_mapping_comment(tbl));
+        EXECUTE format('COMMENT ON TABLE %s IS %L', objectid_internal.rekey_name(mapping_oid), objectid_internal.rekey_mapping_comment(tbl));
         IF (SELECT c.relowner FROM pg_class c WHERE c.oid = mapping_oid) <> owner THEN
-            EXECUTE format('ALTER TABLE %s OWNER TO %I', @extschema@.rekey_name(mapping_oid),
+            EXECUTE format('ALTER TABLE %s OWNER TO %I', objectid_internal.rekey_name(mapping_oid),
                            (SELECT rl.rolname FROM pg_roles rl WHERE rl.oid = owner));
         END IF;
     END IF;
-    -- An adopted mapping table (rekey_problems checked it was made for this table) counts as done.
-    EXECUTE format('SELECT count(*) FROM %s', @extschema@.rekey_name(mapping_oid)) INTO done;
+    -- Every count in one statement, so in one snapshot: what rekey_verify compares with must be
+    -- one state of the tables, not one per table while others write. An adopted mapping table
+    -- (rekey_problems checked it was made for this table) counts as done.
+    counts := objectid_internal.rekey_read_as_owner(tbl::oid,
+                  objectid_internal.rekey_counts_query(tbl, objectid_internal.rekey_name(mapping_oid)));
+    remaining := (counts ->> 'keys to do')::bigint;
+    done := (counts ->> 'mapped')::bigint;
+    snapshot := jsonb_build_object(
+        'rows', coalesce((SELECT jsonb_object_agg(substr(e.key, 6), e.value) FROM jsonb_each(counts) e
+                           WHERE e.key LIKE 'rows %'), '{}'::jsonb),
+        'joins', coalesce((SELECT jsonb_object_agg(substr(e.key, 6), e.value) FROM jsonb_each(counts) e
+                            WHERE e.key LIKE 'join %'), '{}'::jsonb));
 
-    snapshot := jsonb_build_object('rows', '{}'::jsonb, 'joins', '{}'::jsonb);
-    FOR r IN SELECT DISTINCT c.relid FROM @extschema@.rekey_columns(tbl) c LOOP
-        EXECUTE format('SELECT count(*) FROM ONLY %s', @extschema@.rekey_name(r.relid)) INTO n;
-        snapshot := jsonb_set(snapshot, ARRAY['rows', r.relid::oid::text], to_jsonb(n));
-    END LOOP;
-    FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
-        EXECUTE @extschema@.rekey_join_count_query(r.referencing_table, r.referencing_columns,
-                                                   r.referenced_table, r.referenced_columns) INTO n;
-        snapshot := jsonb_set(snapshot, ARRAY['joins', r.constraint_id::text], to_jsonb(n));
-    END LOOP;
-
-    INSERT INTO @extschema@.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
+    INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
                                          mapping_table, keys_total, keys_done, started_at, run_started_at, snapshot,
                                          runner_pid, runner_started)
     VALUES (tbl, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'), key, time_column,
@@ -1041,51 +1256,66 @@ BEGIN
 END
 $body$;
 
--- A query counting the rows of a foreign key's join: child rows that find their parent row.
-CREATE FUNCTION @extschema@.rekey_join_count_query(referencing_table regclass, referencing_columns name[],
-                                                   referenced_table regclass, referenced_columns name[])
+-- One query for every count rekey_start records and rekey_verify compares with, so that they are
+-- taken in one snapshot: its columns are "keys to do" (the table's version-4 keys), "mapped" (the
+-- mapping table's rows), "rows <oid>" per table that changes and "join <oid>" per foreign key that
+-- follows the key (child rows that find their parent row), of the tables the toolkit may read as
+-- tbl's owner (rekey_readable). Read with rekey_read_as_owner.
+CREATE FUNCTION objectid_internal.rekey_counts_query(tbl regclass, mapping_table text)
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
-SELECT format('SELECT count(*) FROM ONLY %s c JOIN ONLY %s p ON %s', @extschema@.rekey_name(referencing_table),
-              @extschema@.rekey_name(referenced_table),
-              (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
-                 FROM unnest(referencing_columns, referenced_columns) u(f, t)))
+SELECT format('SELECT (SELECT pg_catalog.count(*) FROM ONLY %s t'
+              ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4) AS "keys to do",'
+              ' (SELECT pg_catalog.count(*) FROM %s) AS mapped%s%s',
+              objectid_internal.rekey_name(tbl::oid), objectid_internal.rekey_key_column(tbl), mapping_table,
+              (SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s) AS %I',
+                                        objectid_internal.rekey_name(x.relid), 'rows ' || x.relid), '' ORDER BY x.relid)
+                 FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c) x
+                WHERE objectid_internal.rekey_readable(tbl, x.relid)),
+              coalesce((SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s c JOIN ONLY %s p ON %s) AS %I',
+                                                 objectid_internal.rekey_name(r.referencing_table::oid),
+                                                 objectid_internal.rekey_name(r.referenced_table::oid),
+                                                 (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
+                                                    FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)),
+                                                 'join ' || r.constraint_id), '' ORDER BY r.constraint_id)
+                          FROM objectid_internal.rekey_references(tbl) r
+                         WHERE objectid_internal.rekey_readable(tbl, r.referencing_table::oid)
+                           AND objectid_internal.rekey_readable(tbl, r.referenced_table::oid)), ''))
 $body$;
 
 -- One batch of the rekey of tbl, in the caller's transaction: locks the next batch_size
 -- version-4 keys in key order, maps each to a version-7 key carrying its row's creation time,
 -- rewrites the key and every column referencing it in one statement, and records the progress.
 -- Returns the number of keys rekeyed; at the end of a pass it moves to the next or finishes.
--- rekey_run calls it once per transaction.
-CREATE FUNCTION @extschema@.rekey_batch(tbl regclass, batch_size integer DEFAULT 10000,
-                                        fire_triggers boolean DEFAULT false,
-                                        caller_search_path text DEFAULT current_setting('search_path'))
+-- rekey_run calls it once per transaction. The batch's statements run as the tables' owner in a
+-- security-restricted operation (rekey_batch_as_owner), with search_path = pg_catalog, pg_temp:
+-- the tables' triggers (run with fire_triggers) must not depend on the caller's search_path, as
+-- for PostgreSQL's own maintenance commands.
+CREATE FUNCTION objectid_internal.rekey_batch(tbl regclass, batch_size integer, fire_triggers boolean)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    st @extschema@.rekey_state;
-    saved_seqscan text := current_setting('enable_seqscan');
-    saved_role text := current_setting('role');
-    statements text[];
-    keys uuid[];
-    window_end uuid;
-    changed bigint[];
+    st objectid_internal.rekey_state;
+    statements objectid_internal.rekey_batch_statements;
+    done record;
     problems text[];
+    code text;
+    deferrable_constraints text;
     updated bigint;
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
         RAISE EXCEPTION 'permission denied: only the owner of % or a member of its role may rekey it', tbl
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM FROM @extschema@.rekey_state s WHERE s.relid = tbl FOR UPDATE;
-    st := @extschema@.rekey_state_of(tbl);
+    PERFORM FROM objectid_internal.rekey_state s WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid FOR UPDATE;
+    st := objectid_internal.rekey_state_of(tbl);
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % has been started', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Start it with CALL rekey_run.';
@@ -1096,71 +1326,70 @@ BEGIN
     -- Again for every batch: a table, trigger, rule or privilege may have changed since the start.
     -- The tables are locked first (ROW EXCLUSIVE, as the batch's own writes would), so that no
     -- trigger, rule, constraint or column can be added between this check and the rewrite.
-    EXECUTE (SELECT 'LOCK TABLE ' || string_agg(@extschema@.rekey_name(x.relid), ', ' ORDER BY x.relid) || ' IN ROW EXCLUSIVE MODE'
-               FROM (SELECT DISTINCT c.relid::oid AS relid FROM @extschema@.rekey_columns(tbl) c
+    EXECUTE (SELECT 'LOCK TABLE ' || string_agg(objectid_internal.rekey_name(x.relid), ', ' ORDER BY x.relid)
+                    || ' IN ROW EXCLUSIVE MODE'
+               FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c
                      UNION SELECT st.mapping_table) x);
-    problems := ARRAY(SELECT @extschema@.rekey_problems(tbl, st.time_column, @extschema@.rekey_name(st.mapping_table),
-                                                        fire_triggers));
+    SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
+      INTO problems, code
+      FROM objectid_internal.rekey_problems(tbl, st.time_column, objectid_internal.rekey_name(st.mapping_table),
+                                            fire_triggers) p;
     IF cardinality(problems) > 0 THEN
         RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
-            USING ERRCODE = CASE WHEN EXISTS (SELECT FROM unnest(problems) p WHERE p LIKE 'permission denied%')
-                                 THEN 'insufficient_privilege' ELSE 'object_not_in_prerequisite_state' END,
-                  DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
+            USING ERRCODE = code, DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
     END IF;
-    statements := @extschema@.rekey_statements(tbl, st.time_column, st.time_zone,
-                                               @extschema@.rekey_name(st.mapping_table));
-    -- A batch touches a few thousand rows of tables of any size: always through their indexes. The
-    -- planner, seeing 10,000 keys in an array, would otherwise read whole tables for every batch.
-    -- Only for these statements (the catalog queries above need sequential scans), and only until
-    -- the end of the batch: the setting reverts with its transaction or subtransaction.
-    PERFORM set_config('enable_seqscan', 'off', true);
-    EXECUTE statements[1] INTO keys USING st.high_water, batch_size;
-    IF keys IS NULL THEN
-        UPDATE @extschema@.rekey_state s
+    -- A deferred trigger cannot be queued inside a security-restricted operation (it would run
+    -- at COMMIT, as the caller: afterTriggerMarkEvents refuses it). The foreign keys' checks are
+    -- right at the end of the rewrite, when parent and children agree again, so every deferrable
+    -- constraint of the tables that change is made immediate for this transaction first, as the
+    -- caller, which also runs any of their checks the transaction had queued.
+    SELECT string_agg(DISTINCT format('%I.%I', n.nspname, k.conname), ', ')
+      INTO deferrable_constraints
+      FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
+     WHERE k.condeferrable
+       AND (k.conrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c)
+            OR k.confrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c));
+    IF deferrable_constraints IS NOT NULL THEN
+        EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
+    END IF;
+    statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
+                                                     objectid_internal.rekey_name(st.mapping_table));
+    SELECT * INTO done
+      FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.lock_query,
+                                                  statements.map_query, statements.rewrite_query, st.high_water,
+                                                  batch_size, st.fallback_time, st.batches + 1);
+    IF done.window_end IS NULL THEN
+        UPDATE objectid_internal.rekey_state s
            SET pass = 2, high_water = '00000000-0000-0000-0000-000000000000',
                finished_at = CASE WHEN s.pass >= 2 THEN clock_timestamp() END
-         WHERE s.relid = tbl;
-        PERFORM set_config('enable_seqscan', saved_seqscan, true);
+         WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
         RETURN 0;
     END IF;
-    window_end := keys[cardinality(keys)];
-    EXECUTE statements[2] INTO keys USING keys;
-    IF keys IS NULL THEN
+    IF done.keys IS NULL THEN
         -- A window without a version-4 key to rekey: walk on.
-        UPDATE @extschema@.rekey_state s SET high_water = window_end WHERE s.relid = tbl;
-        PERFORM set_config('enable_seqscan', saved_seqscan, true);
+        UPDATE objectid_internal.rekey_state s SET high_water = done.window_end
+         WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
         RETURN 0;
     END IF;
-    EXECUTE statements[3] USING keys, st.fallback_time, st.batches + 1;
-    -- The tables' triggers (acknowledged with fire_triggers) see the search_path they were written
-    -- for, the caller's (the default of caller_search_path is evaluated where rekey_batch is called).
-    -- And as the tables' owner, as PostgreSQL runs its own maintenance of a table: their triggers,
-    -- CHECK constraints, generated columns and index expressions are the owner's code, which must
-    -- not run with the rights of a superuser who runs the rekey.
-    PERFORM set_config('role', (SELECT rl.rolname FROM pg_roles rl JOIN pg_class c ON c.relowner = rl.oid WHERE c.oid = tbl), true);
-    PERFORM set_config('search_path', caller_search_path, true);
-    EXECUTE statements[4] INTO changed USING keys;
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    PERFORM set_config('role', saved_role, true);
-    PERFORM set_config('enable_seqscan', saved_seqscan, true);
-    IF changed[1] <> cardinality(keys) THEN
+    IF done.changed[1] <> cardinality(done.keys) THEN
         -- The keys are locked, so only a BEFORE UPDATE trigger that keeps or changes the key can do
         -- this: never commit such a batch, whose mapping would name keys that exist nowhere.
-        RAISE EXCEPTION 'rekey of %: % keys locked but % of them changed to their new key', tbl, cardinality(keys), changed[1]
+        RAISE EXCEPTION 'rekey of %: % keys locked but % of them changed to their new key', tbl,
+                cardinality(done.keys), done.changed[1]
             USING ERRCODE = 'triggered_action_exception',
                   HINT = 'A trigger on the table changes the key on UPDATE; disable it for the rekey.';
     END IF;
-    UPDATE @extschema@.rekey_state s
-       SET keys_done = s.keys_done + cardinality(keys), run_keys_done = s.run_keys_done + cardinality(keys),
-           keys_total = greatest(s.keys_total, s.keys_done + cardinality(keys)),
-           batches = s.batches + 1, high_water = window_end, last_batch_at = clock_timestamp()
-     WHERE s.relid = tbl;
+    UPDATE objectid_internal.rekey_state s
+       SET keys_done = s.keys_done + cardinality(done.keys), run_keys_done = s.run_keys_done + cardinality(done.keys),
+           keys_total = greatest(s.keys_total, s.keys_done + cardinality(done.keys)),
+           batches = s.batches + 1, high_water = done.window_end, last_batch_at = clock_timestamp()
+     WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
     GET DIAGNOSTICS updated = ROW_COUNT;
     IF updated <> 1 THEN
         -- Never keys rewritten without their progress recorded.
         RAISE EXCEPTION 'the record of the rekey of % could not be updated', tbl USING ERRCODE = 'insufficient_privilege';
     END IF;
-    RETURN cardinality(keys);
+    RETURN cardinality(done.keys);
 END
 $body$;
 
@@ -1184,7 +1413,7 @@ CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NU
     AS $body$
 DECLARE
     -- Nothing here but qualified calls: these run before the search_path is set below.
-    committing boolean := @extschema@.rekey_can_commit();
+    committing boolean := objectid_internal.rekey_can_commit();
     lock_key bigint;
     lock_ms text;
     saved_timeout text := pg_catalog.current_setting('lock_timeout');
@@ -1193,7 +1422,7 @@ DECLARE
     saved_path text := pg_catalog.current_setting('search_path');
     holder integer;
     holding boolean;
-    st @extschema@.rekey_state;
+    st objectid_internal.rekey_state;
     n bigint;
     attempt integer;
     batches_run bigint := 0;
@@ -1218,7 +1447,7 @@ BEGIN
         RAISE EXCEPTION 'fallback_time % is not a time a UUIDv7 can carry', fallback_time
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Give a time from 1970-01-01 to 9999-12-31.';
     END IF;
-    IF NOT @extschema@.rekey_can_commit() AND NOT in_one_transaction THEN
+    IF NOT objectid_internal.rekey_can_commit() AND NOT in_one_transaction THEN
         RAISE EXCEPTION 'rekey_run must be called by a CALL of its own, outside a transaction block'
             USING ERRCODE = 'active_sql_transaction',
                   DETAIL = 'It commits after each batch, so that no lock is held longer than one batch; inside a transaction block, a function or a block with an exception handler it cannot.',
@@ -1253,7 +1482,7 @@ BEGIN
     ELSE
         holding := pg_try_advisory_xact_lock(lock_key);
     END IF;
-    holder := @extschema@.rekey_runner(tbl, false);
+    holder := objectid_internal.rekey_runner(tbl, false);
     IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
         IF committing AND holding THEN
             PERFORM pg_advisory_unlock(lock_key);
@@ -1266,7 +1495,7 @@ BEGIN
     END IF;
 
     BEGIN
-        st := @extschema@.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
+        st := objectid_internal.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
         IF committing AND holding THEN
             PERFORM pg_advisory_unlock(lock_key);
@@ -1286,7 +1515,7 @@ BEGIN
         LOOP
             BEGIN
                 PERFORM set_config('lock_timeout', lock_ms, true);
-                n := @extschema@.rekey_batch(tbl, batch_size, fire_triggers, saved_path);
+                n := objectid_internal.rekey_batch(tbl, batch_size, fire_triggers);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
                 EXIT;
             EXCEPTION
@@ -1320,7 +1549,7 @@ BEGIN
         END LOOP;
         batches_run := batches_run + 1;
 
-        SELECT * INTO st FROM @extschema@.rekey_state s WHERE s.relid = tbl;
+        SELECT * INTO st FROM objectid_internal.rekey_state s WHERE s.relid = tbl;
         IF n > 0 THEN
             rate := st.run_keys_done / greatest(extract(epoch FROM clock_timestamp() - st.run_started_at), 0.001);
             RAISE NOTICE '%', format('rekey of %s: %s/%s keys (%s%%), %s keys/s, about %s left', tbl, st.keys_done,
@@ -1346,12 +1575,12 @@ BEGIN
 
     IF st.finished_at IS NOT NULL THEN
         RAISE NOTICE 'rekey of % finished: % keys rekeyed in % batches; check it with SELECT * FROM %.rekey_verify(%)',
-            tbl, st.keys_done, st.batches, '@extschema@', quote_literal(tbl::text);
+            tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
     ELSE
         RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
             tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);
     END IF;
-    UPDATE @extschema@.rekey_state s SET runner_pid = NULL, runner_started = NULL
+    UPDATE objectid_internal.rekey_state s SET runner_pid = NULL, runner_started = NULL
      WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();
     IF committing AND holding THEN
         PERFORM pg_advisory_unlock(lock_key);
@@ -1367,7 +1596,7 @@ $body$;
 -- security), not the view owner's: views run as their owner before PostgreSQL 15's
 -- security_invoker. Running means that a session that may rekey the table holds its rekey lock and
 -- is busy (rekey_runner); one that holds it idle (after a run that failed at a COMMIT) is not.
-CREATE FUNCTION @extschema@.rekey_status_rows()
+CREATE FUNCTION objectid_internal.rekey_status_rows()
     RETURNS TABLE (table_name regclass, key_column name, state text, pass integer, keys_done bigint,
                    keys_total bigint, percent_done numeric, keys_per_second numeric, time_left interval,
                    batches bigint, runs integer, started_at timestamptz, last_batch_at timestamptz,
@@ -1383,46 +1612,51 @@ SELECT s.relid::regclass, s.key_column,
        CASE WHEN l.pid IS NOT NULL AND r.rate > 0
             THEN make_interval(secs => round(((s.keys_total - s.keys_done) / r.rate)::numeric)) END,
        s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
-  FROM @extschema@.rekey_state s
+  FROM objectid_internal.rekey_state s
   CROSS JOIN LATERAL (
       SELECT CASE WHEN s.last_batch_at > s.run_started_at
                   THEN s.run_keys_done / extract(epoch FROM s.last_batch_at - s.run_started_at) END AS rate) r
-  LEFT JOIN LATERAL (SELECT @extschema@.rekey_runner(s.relid, true) AS pid) l ON true
+  LEFT JOIN LATERAL (SELECT objectid_internal.rekey_runner(s.relid, true) AS pid) l ON true
  ORDER BY s.relid::regclass::text
 $body$;
 
-CREATE VIEW @extschema@.rekey_status AS SELECT * FROM @extschema@.rekey_status_rows();
+CREATE VIEW @extschema@.rekey_status AS SELECT * FROM objectid_internal.rekey_status_rows();
 GRANT SELECT ON @extschema@.rekey_status TO PUBLIC;
 
 -- The new key of an old key of tbl, from its mapping table; a key that was never rekeyed (or is
 -- already new) comes back unchanged, so that callers holding keys of either kind can always call
--- it: WHERE id = rekey_translate('orders', $1). The caller needs SELECT on the mapping table.
+-- it, for the whole migration: WHERE id = rekey_translate('orders', $1). Before a rekey starts
+-- every key maps to itself; after rekey_forget the mapping table made for tbl (found by its
+-- comment) still answers while it exists. The caller needs SELECT on the mapping table, which is
+-- read with the caller's rights, so only after the checks rekey_batch makes of it
+-- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy,
+-- index expression or default of its own that the read would run).
 CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
     LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    mapping text;
+    mapping oid;
     translated uuid;
 BEGIN
-    -- Called for every statement of an application that holds old keys: only the checks that
-    -- make the recorded mapping table the one its table's owner made for this table (the full
-    -- ones run at every batch).
-    SELECT @extschema@.rekey_name(m.oid) INTO mapping
-      FROM @extschema@.rekey_state s
-      JOIN pg_class m ON m.oid = s.mapping_table AND m.relkind = 'r'
-      JOIN pg_class t ON t.oid = s.relid AND t.relowner = m.relowner
-      JOIN pg_constraint k ON k.oid = s.key_constraint AND k.conrelid = s.relid AND k.contype = 'p'
-     WHERE s.relid = tbl
-       AND (SELECT array_agg(a.atttypid ORDER BY a.attnum) FROM pg_attribute a
-             WHERE a.attrelid = m.oid AND a.attnum > 0 AND NOT a.attisdropped)
-           = ARRAY['uuid'::regtype, 'uuid'::regtype, 'bigint'::regtype]::oid[];
-    IF mapping IS NULL THEN
-        PERFORM @extschema@.rekey_state_of(tbl);
-        RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
+    SELECT s.mapping_table INTO mapping FROM objectid_internal.rekey_state s WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
+    IF FOUND THEN
+        -- rekey_state_of's checks: the record is of this table, its mapping table qualifies.
+        PERFORM objectid_internal.rekey_state_of(tbl);
+    ELSE
+        SELECT d.objoid INTO mapping
+          FROM pg_description d
+         WHERE d.classoid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid AND d.objsubid OPERATOR(pg_catalog.=) 0
+           AND d.description OPERATOR(pg_catalog.=) objectid_internal.rekey_mapping_comment(tbl)
+           AND objectid_internal.rekey_mapping_problem(tbl, d.objoid) IS NULL
+         ORDER BY d.objoid LIMIT 1;
+        IF mapping IS NULL THEN
+            -- No rekey started, nor a mapping table left by one: every key is its own.
+            RETURN old_key;
+        END IF;
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', mapping)
+    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', objectid_internal.rekey_name(mapping))
        INTO translated USING old_key;
     RETURN coalesce(translated, old_key);
 END
@@ -1435,22 +1669,29 @@ $body$;
 -- or not finished.
 CREATE FUNCTION @extschema@.rekey_verify(tbl regclass)
     RETURNS TABLE (check_name text, status text, detail text)
-    LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := @extschema@.rekey_key_column(tbl);
-    st @extschema@.rekey_state;
+    key name := objectid_internal.rekey_key_column(tbl);
+    st objectid_internal.rekey_state;
     r record;
     k record;
+    got jsonb;
+    counts jsonb;
     n bigint;
-    m bigint;
     reasons text[];
     time_expr text;
     mapping text;
 BEGIN
-    st := @extschema@.rekey_state_of(tbl);
-    mapping := @extschema@.rekey_name(st.mapping_table);
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
+        -- The tables are read as their owner only (their policies and index expressions are the
+        -- owner's code).
+        RAISE EXCEPTION 'permission denied: only the owner of % or a member of its role may verify its rekey', tbl
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    st := objectid_internal.rekey_state_of(tbl);
+    mapping := objectid_internal.rekey_name(st.mapping_table);
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
@@ -1460,9 +1701,14 @@ BEGIN
     detail := format('%s keys rekeyed in %s batches and %s runs', st.keys_done, st.batches, st.runs);
     RETURN NEXT;
 
-    EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
-                   @extschema@.rekey_name(tbl), '@extschema@', key)
-       INTO n;
+    got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+        'SELECT pg_catalog.count(*) AS n, (SELECT pg_catalog.jsonb_agg(f ORDER BY f.key) FROM ('
+        '     SELECT t2.%1$I AS key, EXISTS (SELECT FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t2.%1$I) AS mapped'
+        '       FROM ONLY %3$s t2 WHERE objectid_internal.uuid_extract_version(t2.%1$I) OPERATOR(pg_catalog.=) 4'
+        '      ORDER BY 1 LIMIT 10) f) AS first'
+        ' FROM ONLY %3$s t WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4',
+        key, mapping, objectid_internal.rekey_name(tbl::oid)));
+    n := (got ->> 'n')::bigint;
     check_name := format('version-4 keys in %s.%I', tbl, key);
     IF n = 0 THEN
         status := 'ok';
@@ -1470,9 +1716,8 @@ BEGIN
     ELSE
         status := CASE WHEN st.finished_at IS NULL THEN 'not finished' ELSE 'failed' END;
         reasons := '{}';
-        FOR k IN EXECUTE format('SELECT t.%1$I AS key, EXISTS (SELECT FROM %2$s m WHERE m.old_key = t.%1$I) AS mapped'
-                                ' FROM ONLY %3$s t WHERE %4$s.uuid_extract_version(t.%1$I) = 4 ORDER BY 1 LIMIT 10',
-                                key, mapping, @extschema@.rekey_name(tbl), '@extschema@')
+        FOR k IN SELECT (e ->> 'key')::uuid AS key, (e ->> 'mapped')::boolean AS mapped
+                   FROM jsonb_array_elements(got -> 'first') e
         LOOP
             reasons := reasons || format('%s: %s', k.key,
                 CASE WHEN k.mapped THEN 'an old key, inserted again after its row was rekeyed'
@@ -1484,100 +1729,106 @@ BEGIN
     END IF;
     RETURN NEXT;
 
-    FOR r IN SELECT * FROM @extschema@.rekey_columns(tbl) c WHERE c.depth > 0 LOOP
+    FOR r IN SELECT * FROM objectid_internal.rekey_columns(tbl) c WHERE c.depth > 0 LOOP
         check_name := format('version-4 values in %s.%I', r.relid, r.attname);
-        IF NOT @extschema@.rekey_readable(tbl, r.relid) THEN
+        IF NOT objectid_internal.rekey_readable(tbl, r.relid::oid) THEN
             status := 'failed';
             detail := format('not read: of type %s, or of another owner than %s''s', r.atttype, tbl);
         ELSE
-            EXECUTE format('SELECT count(*) FROM ONLY %s t WHERE %s.uuid_extract_version(t.%I) = 4',
-                           @extschema@.rekey_name(r.relid), '@extschema@', r.attname)
-               INTO n;
+            n := (objectid_internal.rekey_read_as_owner(r.relid::oid, format(
+                      'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+                      ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
+                      objectid_internal.rekey_name(r.relid::oid), r.attname)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
             status := CASE WHEN n = 0 THEN 'ok' WHEN st.finished_at IS NULL THEN 'not finished' ELSE 'failed' END;
             detail := CASE WHEN n = 0 THEN 'none left' ELSE n || ' left, referencing version-4 keys' END;
         END IF;
         RETURN NEXT;
     END LOOP;
 
-    FOR r IN SELECT * FROM @extschema@.rekey_references(tbl) LOOP
-        IF NOT (@extschema@.rekey_readable(tbl, r.referencing_table) AND @extschema@.rekey_readable(tbl, r.referenced_table)) THEN
-            check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
+    FOR r IN SELECT * FROM objectid_internal.rekey_references(tbl) LOOP
+        check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
+        IF NOT (objectid_internal.rekey_readable(tbl, r.referencing_table::oid)
+                AND objectid_internal.rekey_readable(tbl, r.referenced_table::oid)) THEN
             status := 'failed';
             detail := 'not read: a table of another owner, or a column not of type uuid';
             RETURN NEXT;
             CONTINUE;
         END IF;
-        EXECUTE format('SELECT count(*) FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
-                       @extschema@.rekey_name(r.referencing_table),
-                       (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
-                       @extschema@.rekey_name(r.referenced_table),
-                       (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
-                          FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)))
-           INTO n;
-        check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
+        n := (objectid_internal.rekey_read_as_owner(r.referencing_table::oid, format(
+                  'SELECT pg_catalog.count(*) AS n FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
+                  objectid_internal.rekey_name(r.referencing_table::oid),
+                  (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
+                  objectid_internal.rekey_name(r.referenced_table::oid),
+                  (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
+                     FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t))))
+              OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
         status := CASE WHEN r.validated AND n = 0 THEN 'ok' ELSE 'failed' END;
         detail := format('%s, %s rows without their %s row', CASE WHEN r.validated THEN 'validated' ELSE 'NOT VALIDATED' END,
                          n, r.referenced_table);
         RETURN NEXT;
     END LOOP;
 
+    -- The counts now, in one snapshot as at the start.
+    counts := objectid_internal.rekey_read_as_owner(tbl::oid, objectid_internal.rekey_counts_query(tbl, mapping));
     FOR r IN SELECT e.key::oid AS relid, e.value::bigint AS before FROM jsonb_each_text(st.snapshot -> 'rows') e
               ORDER BY e.key::oid::regclass::text LOOP
-        IF @extschema@.rekey_name(r.relid) IS NULL THEN
+        IF objectid_internal.rekey_name(r.relid) IS NULL THEN
             check_name := format('rows of the table with OID %s', r.relid);
             status := 'changed';
             detail := 'the table is gone';
-        ELSIF NOT @extschema@.rekey_readable(tbl, r.relid) THEN
+        ELSIF NOT counts ? ('rows ' || r.relid) THEN
             check_name := format('rows of %s', r.relid::regclass);
             status := 'failed';
             detail := 'not read: a table of another owner now, or a column not of type uuid';
         ELSE
             check_name := format('rows of %s', r.relid::regclass);
-            EXECUTE format('SELECT count(*) FROM ONLY %s', @extschema@.rekey_name(r.relid)) INTO n;
+            n := (counts ->> ('rows ' || r.relid))::bigint;
             status := CASE WHEN n = r.before THEN 'ok' ELSE 'changed' END;
             detail := format('%s at the start, %s now', r.before, n);
         END IF;
         RETURN NEXT;
     END LOOP;
     FOR r IN SELECT f.*, (st.snapshot -> 'joins' ->> f.constraint_id::text)::bigint AS before
-               FROM @extschema@.rekey_references(tbl) f
-              WHERE @extschema@.rekey_readable(tbl, f.referencing_table) AND @extschema@.rekey_readable(tbl, f.referenced_table)
+               FROM objectid_internal.rekey_references(tbl) f
+              WHERE counts ? ('join ' || f.constraint_id)
     LOOP
-        EXECUTE @extschema@.rekey_join_count_query(r.referencing_table, r.referencing_columns,
-                                                   r.referenced_table, r.referenced_columns) INTO n;
+        n := (counts ->> ('join ' || r.constraint_id))::bigint;
         check_name := format('join %s -> %s (%I)', r.referencing_table, r.referenced_table, r.constraint_name);
         status := CASE WHEN n = r.before THEN 'ok' ELSE 'changed' END;
         detail := format('%s rows at the start, %s now', coalesce(r.before::text, 'no count'), n);
         RETURN NEXT;
     END LOOP;
 
-    EXECUTE format('SELECT count(*) AS mapped, count(*) FILTER (WHERE EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I = m.old_key)) AS reused,'
-                   ' count(*) FILTER (WHERE NOT EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I = m.new_key)) AS deleted FROM %3$s m',
-                   @extschema@.rekey_name(tbl), key, mapping)
-       INTO r;
+    got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+        'SELECT pg_catalog.count(*) AS mapped,'
+        ' pg_catalog.count(*) FILTER (WHERE EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.old_key)) AS reused,'
+        ' pg_catalog.count(*) FILTER (WHERE NOT EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.new_key))'
+        ' AS deleted FROM %3$s m',
+        objectid_internal.rekey_name(tbl::oid), key, mapping));
     check_name := format('mapping %s', st.mapping_table::regclass);
-    status := CASE WHEN r.mapped <> st.keys_done OR r.reused > 0 THEN 'failed'
-                   WHEN r.deleted > 0 THEN 'changed' ELSE 'ok' END;
+    status := CASE WHEN (got ->> 'mapped')::bigint <> st.keys_done OR (got ->> 'reused')::bigint > 0 THEN 'failed'
+                   WHEN (got ->> 'deleted')::bigint > 0 THEN 'changed' ELSE 'ok' END;
     detail := format('%s old keys mapped (%s counted by the runs), %s old keys in use again, %s new keys deleted since',
-                     r.mapped, st.keys_done, r.reused, r.deleted);
+                     got ->> 'mapped', st.keys_done, got ->> 'reused', got ->> 'deleted');
     RETURN NEXT;
 
-    time_expr := @extschema@.rekey_time_expression(tbl, st.time_column, st.time_zone);
+    time_expr := objectid_internal.rekey_time_expression(tbl, st.time_column, st.time_zone);
     IF time_expr IS NULL THEN
         check_name := 'key times';
         status := 'failed';
         detail := format('time column "%s" is gone or no longer of a time type', st.time_column);
     ELSE
-        EXECUTE format('SELECT count(*), count(*) FILTER (WHERE %1$s.uuid_extract_timestamp(t.%2$I) IS DISTINCT FROM'
-                       ' date_trunc(''milliseconds'', CASE WHEN %3$s >= ''1970-01-01 00:00:00+00'' AND %3$s < ''10000-01-01 00:00:00+00'''
-                       ' THEN %3$s ELSE $1 END)) FROM ONLY %4$s t JOIN %5$s m ON m.new_key = t.%2$I',
-                       '@extschema@', key, time_expr, @extschema@.rekey_name(tbl), mapping)
-           INTO n, m USING st.fallback_time;
+        got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+            'SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_timestamp(t.%1$I)'
+            ' IS DISTINCT FROM pg_catalog.date_trunc(''milliseconds''::pg_catalog.text, %2$s)) AS m'
+            ' FROM ONLY %3$s t JOIN %4$s m ON m.new_key OPERATOR(pg_catalog.=) t.%1$I',
+            key, objectid_internal.rekey_usable_time(time_expr, format('%L::pg_catalog.timestamptz', st.fallback_time)),
+            objectid_internal.rekey_name(tbl::oid), mapping));
         check_name := format('key times from %I', st.time_column);
-        status := CASE WHEN m = 0 THEN 'ok' ELSE 'changed' END;
+        status := CASE WHEN (got ->> 'm')::bigint = 0 THEN 'ok' ELSE 'changed' END;
         detail := format('%s of %s rekeyed keys carry a time other than their row''s %s (to the millisecond)%s',
-                         m, n, quote_ident(st.time_column),
-                         CASE WHEN m = 0 THEN '' ELSE ': changed after the rekey?' END);
+                         got ->> 'm', got ->> 'n', quote_ident(st.time_column),
+                         CASE WHEN (got ->> 'm')::bigint = 0 THEN '' ELSE ': changed after the rekey?' END);
     END IF;
     RETURN NEXT;
 END
@@ -1593,10 +1844,10 @@ CREATE FUNCTION @extschema@.rekey_forget(tbl regclass)
 DECLARE
     mapping oid;
 BEGIN
-    IF @extschema@.rekey_runner(tbl, false) IS NOT NULL THEN
+    IF objectid_internal.rekey_runner(tbl, false) IS NOT NULL THEN
         RAISE EXCEPTION 'a session is rekeying % now', tbl USING ERRCODE = 'object_in_use';
     END IF;
-    DELETE FROM @extschema@.rekey_state s WHERE s.relid = tbl RETURNING s.mapping_table INTO mapping;
+    DELETE FROM objectid_internal.rekey_state s WHERE s.relid = tbl RETURNING s.mapping_table INTO mapping;
     IF mapping IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;

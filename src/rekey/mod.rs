@@ -1,9 +1,13 @@
 //! The UUIDv4 → UUIDv7 rekey toolkit (`rekey_*`, docs/migration.md). Its logic is SQL and
 //! PL/pgSQL in `sql/rekey.sql`: it reads the catalogs, and its batch loop must be a procedure
-//! that commits, which only PL/pgSQL can be. What SQL cannot tell is whether that procedure may
-//! commit at all, so it asks here before changing anything.
+//! that commits, which only PL/pgSQL can be. What SQL cannot do is done here: tell whether that
+//! procedure may commit at all, run the owner's code in a security-restricted operation
+//! (`as_owner`), and call pgstattuple by OID (`leaf_density`).
 
 use pgrx::prelude::*;
+
+mod as_owner;
+mod leaf_density;
 
 /// Whether the procedure that calls this can COMMIT: true only inside a procedure invoked by a
 /// top-level CALL outside a transaction block, and not inside a block with an exception handler.

@@ -1327,6 +1327,7 @@ fn the_reference_lists_every_object_with_its_properties() {
             "pg_opfamily",
             "pg_cast",
             "pg_class",
+            "pg_namespace",
         ]
         .contains(&class.as_str())
         {
@@ -1346,6 +1347,7 @@ fn the_reference_lists_every_object_with_its_properties() {
     let mut documented_casts: BTreeSet<u32> = BTreeSet::new();
     let mut documented_relations: BTreeSet<u32> = BTreeSet::new();
     let mut documented_settings: BTreeSet<String> = BTreeSet::new();
+    let mut documented_namespaces: BTreeSet<u32> = BTreeSet::new();
     let mut entries = 0;
 
     // Tables of these kinds list member objects; the others hold no objects (the version history,
@@ -1360,6 +1362,7 @@ fn the_reference_lists_every_object_with_its_properties() {
         "cast",
         "type",
         "relation",
+        "schema",
         "setting",
     ];
     const OTHER_TABLES: &[&str] = &["version", "postgresql", ""];
@@ -1414,7 +1417,12 @@ fn the_reference_lists_every_object_with_its_properties() {
                         }
                     };
                     let types: Vec<&str> = args.iter().map(|a| a.ty.as_str()).collect();
-                    let signature = format!("{schema}.{name}({})", types.join(", "));
+                    // Internals are listed with their schema, objectid_internal.
+                    let signature = if name.contains('.') {
+                        format!("{name}({})", types.join(", "))
+                    } else {
+                        format!("{schema}.{name}({})", types.join(", "))
+                    };
                     let oid: Option<u32> = c
                         .query_one("SELECT to_regprocedure($1)::oid", &[&signature])
                         .map_err(|e| problems.push(here(format!("{signature}: {e}"))))
@@ -1762,12 +1770,16 @@ fn the_reference_lists_every_object_with_its_properties() {
                 }
                 "relation" => {
                     entries += 1;
+                    let (relation_schema, relation) = match entry.split_once('.') {
+                        Some((s, r)) => (s.to_string(), r),
+                        None => (schema.clone(), entry),
+                    };
                     let row_got = c.query_opt(
                         "SELECT c.oid, c.relkind::text, \
                                 (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a \
                                   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) \
                          FROM pg_class c WHERE c.relname = $1 AND c.relnamespace = $2::text::regnamespace",
-                        &[&entry, &schema],
+                        &[&relation, &relation_schema],
                     ).unwrap();
                     let Some(o) = row_got else {
                         problems.push(here(format!("no relation {entry}")));
@@ -1779,6 +1791,7 @@ fn the_reference_lists_every_object_with_its_properties() {
                     let relkind = match o.get::<_, String>(1).as_str() {
                         "r" => "table",
                         "v" => "view",
+                        "c" => "composite type",
                         other => other,
                     }
                     .to_string();
@@ -1796,6 +1809,37 @@ fn the_reference_lists_every_object_with_its_properties() {
                             "{entry} has the columns {}",
                             columns.join(", ")
                         )));
+                    }
+                }
+                "schema" => {
+                    entries += 1;
+                    let oid: Option<u32> = c
+                        .query_one("SELECT to_regnamespace($1)::oid", &[&entry])
+                        .unwrap()
+                        .get(0);
+                    match oid {
+                        Some(oid) if members_of("pg_namespace").contains(&oid) => {
+                            documented_namespaces.insert(oid);
+                            let owner = one_string(
+                                &mut c,
+                                &format!("SELECT nspowner::regrole::text FROM pg_namespace WHERE oid = {oid}"),
+                            );
+                            let stated = at(col("owner")).map(plain);
+                            // The installing superuser, or the bootstrap superuser for a trusted install.
+                            if stated != Some("the installing superuser")
+                                || !one_bool(
+                                    &mut c,
+                                    &format!(
+                                        "SELECT rolsuper FROM pg_roles WHERE rolname = '{owner}'"
+                                    ),
+                                )
+                            {
+                                problems.push(here(format!(
+                                    "schema {entry} is owned by {owner}, the page says {stated:?}"
+                                )));
+                            }
+                        }
+                        _ => problems.push(here(format!("no schema {entry} of the extension"))),
                     }
                 }
                 "setting" => {
@@ -1858,7 +1902,8 @@ fn the_reference_lists_every_object_with_its_properties() {
             ));
         }
     }
-    let covered: [(&str, &BTreeSet<u32>); 5] = [
+    let covered: [(&str, &BTreeSet<u32>); 6] = [
+        ("pg_namespace", &documented_namespaces),
         ("pg_operator", &documented_operators),
         ("pg_opclass", &documented_classes),
         ("pg_opfamily", &documented_families),

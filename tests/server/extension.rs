@@ -2,8 +2,9 @@ use postgres::error::SqlState;
 
 use crate::common::*;
 
-/// Every function the extension creates, with the properties we promise for it:
-/// (name, volatility, strict, parallel, leakproof, security definer).
+/// Every function the extension creates, with the properties we promise for it: (name, qualified
+/// when it lives in objectid_internal, volatility, strict, parallel, leakproof); none is security
+/// definer.
 const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("bytea", "i", true, "s", true),
     ("gen_objectid", "v", true, "s", false),
@@ -25,6 +26,134 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_hash", "i", true, "s", true),
     ("objectid_hash_extended", "i", true, "s", true),
     ("objectid_in", "i", true, "s", false),
+    ("objectid_internal.rekey_api_schema", "s", true, "s", false),
+    ("objectid_internal.rekey_assess", "v", true, "u", false),
+    ("objectid_internal.rekey_batch", "v", true, "u", false),
+    (
+        "objectid_internal.rekey_batch_as_owner",
+        "v",
+        true,
+        "u",
+        false,
+    ),
+    ("objectid_internal.rekey_can_commit", "v", true, "r", false),
+    (
+        "objectid_internal.rekey_column_indexed",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    ("objectid_internal.rekey_columns", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_counts_query",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_default_is_v7",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    ("objectid_internal.rekey_key_column", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_leaf_density",
+        "v",
+        true,
+        "u",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_mapping_comment",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_mapping_name",
+        "s",
+        false,
+        "s",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_mapping_problem",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    ("objectid_internal.rekey_name", "s", true, "s", false),
+    ("objectid_internal.rekey_problems", "v", false, "u", false),
+    (
+        "objectid_internal.rekey_read_as_owner",
+        "v",
+        true,
+        "u",
+        false,
+    ),
+    ("objectid_internal.rekey_readable", "s", true, "s", false),
+    ("objectid_internal.rekey_references", "s", true, "s", false),
+    ("objectid_internal.rekey_runner", "s", true, "r", false),
+    ("objectid_internal.rekey_start", "v", false, "u", false),
+    (
+        "objectid_internal.rekey_state_guard",
+        "v",
+        false,
+        "u",
+        false,
+    ),
+    ("objectid_internal.rekey_state_of", "s", true, "s", false),
+    ("objectid_internal.rekey_statements", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_status_rows",
+        "s",
+        false,
+        "r",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_time_columns",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    (
+        "objectid_internal.rekey_time_expression",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    ("objectid_internal.rekey_usable_time", "i", true, "s", false),
+    (
+        "objectid_internal.rekey_uuidv7_functions",
+        "s",
+        true,
+        "s",
+        false,
+    ),
+    (
+        "objectid_internal.uuid_extract_timestamp",
+        "i",
+        true,
+        "s",
+        true,
+    ),
+    (
+        "objectid_internal.uuid_extract_version",
+        "i",
+        true,
+        "s",
+        true,
+    ),
+    ("objectid_internal.uuidv7_at", "v", true, "s", false),
     ("objectid_larger", "i", true, "s", true),
     ("objectid_last_at_or_before", "i", true, "s", true),
     ("objectid_last_before", "i", true, "s", true),
@@ -42,37 +171,16 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("objectid_timestamp_support", "i", true, "s", false),
     ("objectid_upper_bound", "i", true, "s", true),
     ("objectid_upper_bound_before", "i", true, "s", true),
-    ("rekey_assess", "v", true, "r", false),
-    ("rekey_assess_schema", "v", true, "r", false),
-    ("rekey_batch", "v", true, "u", false),
-    ("rekey_can_commit", "v", true, "r", false),
-    ("rekey_column_indexed", "s", true, "s", false),
-    ("rekey_columns", "s", true, "s", false),
-    ("rekey_default_is_v7", "s", true, "s", false),
+    ("rekey_assess", "v", true, "u", false),
+    ("rekey_assess_schema", "v", true, "u", false),
     ("rekey_forget", "v", true, "u", false),
-    ("rekey_join_count_query", "s", true, "s", false),
-    ("rekey_key_column", "s", true, "s", false),
-    ("rekey_mapping_comment", "s", true, "s", false),
-    ("rekey_mapping_name", "s", false, "s", false),
-    ("rekey_mapping_problem", "s", true, "s", false),
-    ("rekey_name", "s", true, "s", false),
-    ("rekey_plan", "s", false, "r", false),
-    ("rekey_problems", "s", false, "s", false),
-    ("rekey_readable", "s", true, "s", false),
+    ("rekey_plan", "v", false, "u", false),
     ("rekey_references", "s", true, "s", false),
     // A procedure: its batch loop commits (sql/rekey.sql).
     ("rekey_run", "v", false, "u", false),
-    ("rekey_runner", "s", true, "r", false),
-    ("rekey_start", "v", false, "u", false),
-    ("rekey_state_guard", "v", false, "u", false),
-    ("rekey_state_of", "s", true, "s", false),
-    ("rekey_statements", "s", true, "s", false),
-    ("rekey_status_rows", "s", false, "r", false),
     ("rekey_switch_default", "v", true, "u", false),
-    ("rekey_time_columns", "s", true, "s", false),
-    ("rekey_time_expression", "s", true, "s", false),
     ("rekey_translate", "s", true, "s", false),
-    ("rekey_verify", "v", true, "r", false),
+    ("rekey_verify", "v", true, "u", false),
     ("uuid_extract_timestamp", "i", true, "s", true),
     ("uuid_extract_timestamp_support", "i", true, "s", false),
     ("uuid_extract_version", "i", true, "s", true),
@@ -91,7 +199,9 @@ fn function_properties_are_as_documented() {
     let mut c = fresh_db("t_ext_props");
     let got: Vec<(String, String, bool, String, bool, bool)> = c
         .query(
-            "SELECT p.proname::text, p.provolatile::text, p.proisstrict, p.proparallel::text, \
+            "SELECT CASE WHEN p.pronamespace = 'objectid_internal'::regnamespace \
+                         THEN 'objectid_internal.' ELSE '' END || p.proname, \
+                    p.provolatile::text, p.proisstrict, p.proparallel::text, \
                     p.proleakproof, p.prosecdef \
              FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid \
              WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' \
@@ -129,7 +239,7 @@ fn every_member_lives_in_the_extension_schema() {
          LEFT JOIN pg_opfamily f ON d.classid = 'pg_opfamily'::regclass AND f.oid = d.objid \
          WHERE d.deptype = 'e' AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid') \
            AND coalesce(p.pronamespace, t.typnamespace, o.oprnamespace, oc.opcnamespace, f.opfnamespace, \
-                        'ids'::regnamespace) <> 'ids'::regnamespace",
+                        'ids'::regnamespace) NOT IN ('ids'::regnamespace, 'objectid_internal'::regnamespace)",
     );
     assert_eq!(outside, 0);
     let classes: Vec<String> = c
@@ -226,7 +336,8 @@ fn create_and_drop_leave_nothing_behind() {
          + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'rekey%') \
          + (SELECT count(*) FROM pg_class WHERE relname LIKE 'rekey%') \
          + (SELECT count(*) FROM pg_policy WHERE polname LIKE 'rekey%') \
-         + (SELECT count(*) FROM pg_operator WHERE oprnamespace = 'public'::regnamespace)";
+         + (SELECT count(*) FROM pg_operator WHERE oprnamespace = 'public'::regnamespace) \
+         + (SELECT count(*) FROM pg_namespace WHERE nspname = 'objectid_internal')";
     assert_eq!(one_i64(&mut c, count_objects), 0);
     for _ in 0..2 {
         c.batch_execute("CREATE EXTENSION pg_objectid").unwrap();
@@ -335,6 +446,8 @@ const EXTENSION_OBJECTS: &str = "
           (SELECT string_agg(format('proc %s %s %s %s', p.amprocnum, p.amproclefttype::regtype,
                   p.amprocrighttype::regtype, p.amproc::regprocedure), ', ' ORDER BY 1)
              FROM pg_amproc p WHERE p.amprocfamily = d.objid)))
+      WHEN 'pg_namespace'::regclass THEN (SELECT concat_ws(' ', n.nspowner::regrole, n.nspacl)
+        FROM pg_namespace n WHERE n.oid = d.objid)
       WHEN 'pg_cast'::regclass THEN (SELECT concat_ws(' ', c.castfunc::regprocedure,
           c.castcontext, c.castmethod)
         FROM pg_cast c WHERE c.oid = d.objid)
@@ -378,7 +491,20 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     );
     let want = extension_objects(&mut fresh);
     assert!(want.len() > 50, "{} objects", want.len());
-    for old in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
+    // Every release frozen in sql/releases/: each must update to this one.
+    let mut releases: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+    releases.sort_by_key(|v| {
+        v.split('.')
+            .map(|n| n.parse::<u32>().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(releases.len() >= 5, "{releases:?}");
+    for old in &releases {
+        let old = old.as_str();
         assert_ne!(old, current);
         let mut c = fresh_database("t_ext_update");
         c.batch_execute(&format!(

@@ -20,6 +20,7 @@ mod json;
 mod operators;
 mod planner;
 mod rekey;
+mod rekey_attacks;
 mod text_io;
 mod time;
 mod uuid;

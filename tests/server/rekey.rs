@@ -460,7 +460,7 @@ fn terminated_mid_batch_then_resumed() {
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT keys_done FROM rekey_state WHERE relid = 'customers'::regclass"
+            "SELECT keys_done FROM objectid_internal.rekey_state WHERE relid = 'customers'::regclass"
         ),
         2_500
     );
@@ -477,7 +477,7 @@ fn terminated_mid_batch_then_resumed() {
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT runs::int8 FROM rekey_state WHERE relid = 'customers'::regclass"
+            "SELECT runs::int8 FROM objectid_internal.rekey_state WHERE relid = 'customers'::regclass"
         ),
         2
     );
@@ -752,7 +752,10 @@ fn wrong_use_is_refused_before_anything_changes() {
             ),
             0
         );
-        assert_eq!(one_i64(c, "SELECT count(*) FROM rekey_state"), 0);
+        assert_eq!(
+            one_i64(c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+            0
+        );
     };
 
     for (sql, state, words) in [
@@ -801,7 +804,10 @@ fn wrong_use_is_refused_before_anything_changes() {
             ),
             0
         );
-        assert_eq!(one_i64(c, "SELECT count(*) FROM rekey_state"), 0);
+        assert_eq!(
+            one_i64(c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+            0
+        );
     };
     for (sql, state, words) in [
         ("CALL rekey_run('customers')", SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -831,7 +837,7 @@ fn wrong_use_is_refused_before_anything_changes() {
         "CREATE TABLE visits (customer_id uuid REFERENCES customers (id), at timestamptz);
          CREATE TABLE audit (id uuid, at timestamptz);
          CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql
-             AS 'BEGIN INSERT INTO audit VALUES (NEW.id, now()); RETURN NEW; END';
+             AS 'BEGIN INSERT INTO public.audit VALUES (NEW.id, now()); RETURN NEW; END';
          CREATE TRIGGER customers_audit AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION audit()",
     )
     .unwrap();
@@ -898,7 +904,7 @@ fn wrong_use_is_refused_before_anything_changes() {
     // Nor can it write the state of the table, which it may update, behind the toolkit's back.
     let (got, message) = error_of(
         &mut c,
-        "INSERT INTO rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
+        "INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
                                   mapping_table, keys_total, started_at, run_started_at, snapshot)
          VALUES ('customers'::regclass, 0, 'id', 'created_at', 'UTC', now(), 'customers'::regclass, 0, now(), now(), '{}')",
     );
@@ -946,15 +952,18 @@ fn wrong_use_is_refused_before_anything_changes() {
     let (got, _) = error_of(&mut c, "SELECT rekey_forget('customers')");
     assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE);
     assert_eq!(
-        c.execute("UPDATE rekey_state SET keys_done = 0", &[])
-            .unwrap(),
+        c.execute(
+            "UPDATE objectid_internal.rekey_state SET keys_done = 0",
+            &[]
+        )
+        .unwrap(),
         0
     );
     c.batch_execute("RESET ROLE").unwrap();
     assert_eq!(
         one_i64(
             &mut c,
-            "SELECT keys_done FROM rekey_state WHERE relid = 'customers'::regclass"
+            "SELECT keys_done FROM objectid_internal.rekey_state WHERE relid = 'customers'::regclass"
         ),
         300
     );
@@ -981,7 +990,10 @@ fn in_one_transaction_when_asked() {
     );
     c.batch_execute("ROLLBACK").unwrap();
     assert_eq!(one_string(&mut c, EVERYTHING), untouched);
-    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+        0
+    );
     c.batch_execute(
         "BEGIN; CALL rekey_run('customers', 'created_at', batch_size => 100, in_one_transaction => true); COMMIT",
     )
@@ -1125,7 +1137,10 @@ fn state_and_mapping_cannot_be_planted() {
         "{message}"
     );
     assert_eq!(one_string(&mut c, EVERYTHING), untouched);
-    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+        0
+    );
 
     // The mapping table of another table is not adopted either.
     c.batch_execute(
@@ -1265,7 +1280,10 @@ fn refused_before_the_lock() {
     c.batch_execute("RESET default_transaction_isolation")
         .unwrap();
     assert_eq!(one_string(&mut c, EVERYTHING), untouched);
-    assert_eq!(one_i64(&mut c, "SELECT count(*) FROM rekey_state"), 0);
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+        0
+    );
 
     c.batch_execute("CALL rekey_run('customers', 'created_at', fallback_time => '2001-01-01 UTC')")
         .unwrap();
@@ -1326,7 +1344,13 @@ fn forget_and_start_again() {
     c.batch_execute("CALL rekey_run('customers', 'created_at', batch_size => 50)")
         .unwrap();
     assert_verified(&mut c, "customers");
-    assert_eq!(one_i64(&mut c, "SELECT keys_done FROM rekey_state"), 300);
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT keys_done FROM objectid_internal.rekey_state"
+        ),
+        300
+    );
 
     c.batch_execute(
         "ALTER TABLE orders DROP CONSTRAINT orders_customer_id_fkey;
@@ -1430,9 +1454,15 @@ fn no_one_elses_code_runs() {
     // A role that bypasses row-level security still cannot touch the record; a non-owner cannot
     // run a batch; an advisory lock of another role neither fakes a run nor stops one.
     c.batch_execute("SET ROLE rekey_evil").unwrap();
-    let (got, _) = error_of(&mut c, "UPDATE rekey_state SET keys_done = 0");
+    let (got, _) = error_of(
+        &mut c,
+        "UPDATE objectid_internal.rekey_state SET keys_done = 0",
+    );
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE);
-    let (got, _) = error_of(&mut c, "SELECT rekey_batch('customers', 10)");
+    let (got, _) = error_of(
+        &mut c,
+        "SELECT objectid_internal.rekey_batch('customers', 10, false)",
+    );
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE);
     c.batch_execute("RESET ROLE").unwrap();
     let mut evil = postgres::Client::connect(
@@ -1465,7 +1495,7 @@ fn no_one_elses_code_runs() {
     )
     .unwrap();
     let (got, message) = error_of(&mut c, "CALL rekey_run('t', 'at')");
-    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
     assert!(
         message
             .contains("evil.child is owned by rekey_evil, not by postgres, the owner of public.t"),
@@ -1620,7 +1650,11 @@ fn the_owner_runs_the_owners_code() {
         runner.batch_execute("CALL rekey_run('p', batch_size => 30, pause => '300ms')")
     });
     let started = Instant::now();
-    while one_i64(&mut c, "SELECT keys_done FROM rekey_state") == 300 {
+    while one_i64(
+        &mut c,
+        "SELECT keys_done FROM objectid_internal.rekey_state",
+    ) == 300
+    {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the run never started"

@@ -1,0 +1,240 @@
+//! Running a table's owner's code on a more privileged caller's behalf: every statement the rekey
+//! toolkit runs against a table of the set (planning included, which constant-folds the owner's
+//! IMMUTABLE index expressions) runs here, as the table's owner, inside a security-restricted
+//! operation.
+//!
+//! Mirrors what PostgreSQL's own maintenance commands do around the owner's code, the same on
+//! every supported version (13-18): `ExecRefreshMatView` (matview.c), `vacuum_rel` (vacuum.c),
+//! `reindex_index` (index.c) and, on 16 and later, `SwitchToUntrustedUser` (usercontext.c):
+//! - `SetUserIdAndSecContext(owner, save_sec_context | SECURITY_RESTRICTED_OPERATION)`: the owner's
+//!   code cannot `SET ROLE`, `SET SESSION AUTHORIZATION`, create temporary objects, open a cursor
+//!   WITH HOLD or queue a deferred trigger that would run later as the caller;
+//! - `NewGUCNestLevel()`, so that settings the owner's code makes, even non-local ones, are undone
+//!   by `AtEOXact_GUC(false, nest_level)` when the operation ends;
+//! - `search_path = pg_catalog, pg_temp` at that level, as `RestrictSearchPath()` sets it on 17
+//!   and later (set here by hand, the same way, on every version);
+//! - then `SetUserIdAndSecContext(save_userid, save_sec_context)`.
+//!
+//! On an error none of this is undone here: the (sub)transaction's abort restores the user and
+//! security context it started with and every setting of a nest level above it, exactly as for
+//! the maintenance commands.
+//!
+//! Only a caller who already has the owner's privileges (`has_privs_of_role`, what PostgreSQL's
+//! ownership checks use: a superuser, or a member of the owner's role that inherits it) may run
+//! anything here, so the functions grant nothing their caller could not do as the owner.
+
+use std::ffi::CString;
+
+use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+/// The owner of the relation, or an error naming it when there is no such relation.
+fn relation_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
+    let owner = Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        &[relid.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot read the owner of relation {}: {e}", relid.to_u32()));
+    let Some(owner) = owner else {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            format!("relation with OID {} does not exist", relid.to_u32())
+        );
+    };
+    owner
+}
+
+/// The session's temporary schema (0 when it has none yet) and how many objects are in it, by
+/// their dependencies on it (every object in a schema records one).
+fn temporary_objects() -> (pg_sys::Oid, i64) {
+    Spi::connect(|client| {
+        let row = client
+            .select(
+                "SELECT pg_catalog.pg_my_temp_schema() AS nsp,
+                        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_depend d
+                          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+                            AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) AS n",
+                Some(1),
+                &[],
+            )?
+            .first();
+        Ok::<_, pgrx::spi::Error>((
+            row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::InvalidOid),
+            row.get::<i64>(2)?.unwrap_or(0),
+        ))
+    })
+    .unwrap_or_else(|e| error!("cannot read the temporary schema: {e}"))
+}
+
+/// Runs `f` as the owner of `relid` inside a security-restricted operation (see the module's
+/// comment), after checking that the caller has that owner's privileges.
+///
+/// One hole PostgreSQL leaves in that operation is closed here: it refuses temporary tables
+/// (DefineRelation), but the owner's code may still create other objects in the caller's
+/// temporary schema, which outlive the operation, and that schema comes first when the caller's
+/// session later looks up a type name (a domain named `uuid` there, with a CHECK of the owner's,
+/// would run as the caller). Whatever the operation left in that schema is an error, which rolls
+/// it back with the rest.
+fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let owner = relation_owner(relid);
+    let temporary_before = temporary_objects();
+    let mut save_userid = pg_sys::InvalidOid;
+    let mut save_sec_context: std::ffi::c_int = 0;
+    // SAFETY: these read and set backend-local state, as the maintenance commands named above do;
+    // the strings outlive the calls that copy them.
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
+        if !pg_sys::has_privs_of_role(save_userid, owner) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "permission denied: only the owner of relation {} or a member of its role may rekey it",
+                    relid.to_u32()
+                )
+            );
+        }
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
+        );
+        let nest_level = pg_sys::NewGUCNestLevel();
+        set_at_this_level("search_path", "pg_catalog, pg_temp");
+        let result = f();
+        if temporary_objects() != temporary_before {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "the code of the owner of relation {} created an object in your session's temporary schema",
+                    relid.to_u32()
+                ),
+                "Objects there are found before others by name; a rekey runs none of the owner's code that makes any."
+            );
+        }
+        pg_sys::AtEOXact_GUC(false, nest_level);
+        pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
+        result
+    }
+}
+
+/// Sets a setting at the current GUC nest level, as `RestrictSearchPath()` does: undone when the
+/// level ends.
+unsafe fn set_at_this_level(name: &str, value: &str) {
+    let name = CString::new(name).expect("no NUL in a setting's name");
+    let value = CString::new(value).expect("no NUL in a setting's value");
+    // SAFETY: both strings live across the call, which copies them.
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+    }
+}
+
+/// Runs a query that returns one row, as the owner of `relid` in a security-restricted operation,
+/// and returns that row as `jsonb` (`to_jsonb` of the row: one key per column). The toolkit reads
+/// the tables of a set this way: counts, versions, joins, `row_security_active`. Read-only: the
+/// query may not write (the owner's code it calls may, as the owner).
+#[pg_extern(sql = false)]
+fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
+    let wrapped = format!("SELECT pg_catalog.to_jsonb(q.*) FROM ({query}) q");
+    as_owner(relid, || {
+        Spi::connect(|client| {
+            let rows = client
+                .select(wrapped.as_str(), Some(2), &[])
+                .unwrap_or_else(|e| error!("{e}"));
+            if rows.len() > 1 {
+                error!("a rekey read returned more than one row");
+            }
+            if rows.is_empty() {
+                return None;
+            }
+            rows.first()
+                .get_one::<JsonB>()
+                .unwrap_or_else(|e| error!("{e}"))
+        })
+    })
+}
+
+/// One batch's reads and writes on the tables of the set, as their owner in a security-restricted
+/// operation: the window of keys after `after` (at most `batch_size`), the lock of its version-4
+/// keys, their mapping (with `fallback_time` and the batch number), and the rewrite of the key and
+/// every referencing column. Returns the window's last key (NULL: no key left in this pass), the
+/// keys locked and mapped (NULL: none in the window), and the rows the rewrite changed per table.
+/// Each statement takes its parameters as `rekey_batch_statements` describes them.
+// pgrx's macro reads the result's columns from the literal tuple, so no type alias.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[pg_extern(sql = false)]
+fn rekey_batch_as_owner(
+    relid: pg_sys::Oid,
+    window_query: &str,
+    lock_query: &str,
+    map_query: &str,
+    rewrite_query: &str,
+    after: Uuid,
+    batch_size: i32,
+    fallback_time: TimestampWithTimeZone,
+    batch: i64,
+) -> TableIterator<
+    'static,
+    (
+        name!(window_end, Option<Uuid>),
+        name!(keys, Option<Vec<Uuid>>),
+        name!(changed, Option<Vec<i64>>),
+    ),
+> {
+    let row = as_owner(relid, || {
+        // A batch touches a few thousand rows of tables of any size: always through their
+        // indexes. The planner, seeing 10,000 keys in an array, would otherwise read whole tables
+        // for every batch. Undone with the rest of the operation's settings.
+        // SAFETY: sets a setting at the operation's own nest level.
+        unsafe { set_at_this_level("enable_seqscan", "off") };
+        Spi::connect_mut(|client| {
+            let window: Option<Vec<Uuid>> = client
+                .update(
+                    window_query,
+                    None,
+                    &[DatumWithOid::from(after), DatumWithOid::from(batch_size)],
+                )
+                .and_then(|t| t.first().get_one())
+                .unwrap_or_else(|e| error!("{e}"));
+            let Some(window) = window.filter(|w| !w.is_empty()) else {
+                return (None, None, None);
+            };
+            let window_end = window[window.len() - 1];
+            let keys: Option<Vec<Uuid>> = client
+                .update(lock_query, None, &[DatumWithOid::from(window)])
+                .and_then(|t| t.first().get_one())
+                .unwrap_or_else(|e| error!("{e}"));
+            let Some(keys) = keys.filter(|k| !k.is_empty()) else {
+                return (Some(window_end), None, None);
+            };
+            client
+                .update(
+                    map_query,
+                    None,
+                    &[
+                        DatumWithOid::from(keys.clone()),
+                        DatumWithOid::from(fallback_time),
+                        DatumWithOid::from(batch),
+                    ],
+                )
+                .unwrap_or_else(|e| error!("{e}"));
+            let changed: Option<Vec<i64>> = client
+                .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
+                .and_then(|t| t.first().get_one())
+                .unwrap_or_else(|e| error!("{e}"));
+            (Some(window_end), Some(keys), changed)
+        })
+    });
+    TableIterator::once(row)
+}

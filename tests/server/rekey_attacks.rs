@@ -1,0 +1,727 @@
+//! Privilege attacks on the rekey toolkit (issue 18, ../shared/reference/security.md classes 1
+//! and 2): a hostile role owns a table, or the extension's schema, and plants code; a superuser,
+//! and a member of the owner's role, run every step of the toolkit on it. Afterwards the hostile
+//! role has gained nothing: it is no superuser, it is a member of no new role, no object was made
+//! with the caller's rights, its code never ran as anyone but itself, and the rekey either
+//! finished correctly or changed nothing.
+//!
+//! What the hostile code did is counted in sequences, which a rollback does not undo: an attack
+//! that ran and then failed still shows.
+
+use postgres::Client;
+
+use crate::common::*;
+
+/// What the hostile role's code records each time it runs: who it ran as, and whether it got out.
+const HOSTILE_LOG: &str = "
+    CREATE SEQUENCE m.ran_as_owner;
+    CREATE SEQUENCE m.ran_as_someone_else;
+    CREATE SEQUENCE m.escaped;
+    GRANT USAGE ON SCHEMA m TO PUBLIC;
+    GRANT USAGE ON SEQUENCE m.ran_as_owner, m.ran_as_someone_else, m.escaped TO PUBLIC;
+    -- Runs on every row it is asked about: counts who it runs as, then tries every way out of a
+    -- security-restricted operation it can, each in its own subtransaction so that a refusal
+    -- does not stop the rekey, and counts any that worked.
+    CREATE FUNCTION m.evil(x int) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+    BEGIN
+        IF current_user = 'rekey_attack_owner' THEN
+            PERFORM nextval('m.ran_as_owner');
+        ELSE
+            PERFORM nextval('m.ran_as_someone_else');
+        END IF;
+        IF session_user <> 'rekey_attack_owner' THEN
+            BEGIN
+                PERFORM pg_catalog.set_config('role', 'none', true);
+                PERFORM nextval('m.escaped');
+                EXECUTE 'ALTER ROLE rekey_attack_owner SUPERUSER';
+            EXCEPTION WHEN OTHERS THEN NULL;
+            END;
+            BEGIN
+                EXECUTE 'RESET ROLE';
+                PERFORM nextval('m.escaped');
+                EXECUTE 'GRANT rekey_attack_clerk TO rekey_attack_owner';
+            EXCEPTION WHEN OTHERS THEN NULL;
+            END;
+            BEGIN
+                EXECUTE 'SET SESSION AUTHORIZATION DEFAULT';
+                PERFORM nextval('m.escaped');
+            EXCEPTION WHEN OTHERS THEN NULL;
+            END;
+            IF current_setting('rekey_attack.temporary', true) = 'on' THEN
+                -- Left in the caller's temporary schema, a domain named uuid would capture the
+                -- caller's later casts to uuid, and run its CHECK as the caller. PostgreSQL lets
+                -- the owner's code make it; the toolkit must refuse the operation that did.
+                BEGIN
+                    EXECUTE 'CREATE DOMAIN pg_temp.uuid AS pg_catalog.uuid CHECK (m.evil(1))';
+                EXCEPTION WHEN OTHERS THEN NULL;
+                END;
+                BEGIN
+                    EXECUTE 'CREATE FUNCTION pg_temp.pwned() RETURNS int LANGUAGE sql AS ''SELECT 1''';
+                EXCEPTION WHEN OTHERS THEN NULL;
+                END;
+            END IF;
+            BEGIN
+                EXECUTE 'CREATE TABLE public.pwned (x int)';
+                IF (SELECT c.relowner FROM pg_class c WHERE c.relname = 'pwned')
+                   <> (SELECT r.oid FROM pg_roles r WHERE r.rolname = 'rekey_attack_owner') THEN
+                    PERFORM nextval('m.escaped');
+                END IF;
+                EXECUTE 'DROP TABLE public.pwned';
+            EXCEPTION WHEN OTHERS THEN NULL;
+            END;
+            BEGIN
+                EXECUTE 'GRANT SELECT ON public.attack_clerk_secret TO rekey_attack_owner';
+                IF has_table_privilege('rekey_attack_owner', 'public.attack_clerk_secret', 'SELECT') THEN
+                    PERFORM nextval('m.escaped');
+                END IF;
+            EXCEPTION WHEN OTHERS THEN NULL;
+            END;
+        END IF;
+        RETURN true;
+    END $$;
+    -- The same, for places that need an IMMUTABLE function (index expressions and predicates,
+    -- generated columns): a lie PostgreSQL cannot check.
+    CREATE FUNCTION m.evil_immutable(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+    BEGIN
+        RETURN m.evil(x);
+    END $$;
+    CREATE FUNCTION m.evil_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM m.evil(0);
+        RETURN NEW;
+    END $$;
+    CREATE FUNCTION m.evil_uuid() RETURNS uuid LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM m.evil(0);
+        RETURN gen_random_uuid();
+    END $$;";
+
+/// Each kind of owner code a table of the set can carry, as the DDL its owner runs after making
+/// the parent m.p (key id, time at, a column c) and its child m.k (p_id referencing it, c).
+const OWNER_CODE: &[(&str, &str)] = &[
+    (
+        "check",
+        "ALTER TABLE m.p ADD CHECK (m.evil(c)); ALTER TABLE m.k ADD CHECK (m.evil(c))",
+    ),
+    (
+        "index_expression",
+        "CREATE INDEX ON m.p ((m.evil_immutable(c))); CREATE INDEX ON m.k ((m.evil_immutable(c)))",
+    ),
+    (
+        "partial_index",
+        "CREATE INDEX ON m.p (c) WHERE m.evil_immutable(c); CREATE INDEX ON m.k (c) WHERE m.evil_immutable(c)",
+    ),
+    (
+        "generated_column",
+        // Of the key, so that the rewrite recomputes it (15 and later recompute only the
+        // generated columns whose inputs change).
+        "ALTER TABLE m.p ADD COLUMN g boolean GENERATED ALWAYS AS (m.evil_immutable(length(id::text))) STORED;
+         ALTER TABLE m.k ADD COLUMN g boolean GENERATED ALWAYS AS (m.evil_immutable(length(p_id::text))) STORED",
+    ),
+    (
+        "column_default",
+        "ALTER TABLE m.p ADD COLUMN d uuid DEFAULT m.evil_uuid(); ALTER TABLE m.k ALTER COLUMN c SET DEFAULT 1",
+    ),
+    (
+        "domain_check",
+        "CREATE DOMAIN m.checked_int AS int CHECK (m.evil(VALUE));
+         ALTER TABLE m.p ADD COLUMN dc m.checked_int DEFAULT 1; ALTER TABLE m.k ADD COLUMN dc m.checked_int DEFAULT 1",
+    ),
+    (
+        "trigger",
+        "CREATE TRIGGER evil BEFORE UPDATE ON m.p FOR EACH ROW EXECUTE FUNCTION m.evil_trigger();
+         CREATE TRIGGER evil AFTER UPDATE ON m.k FOR EACH ROW EXECUTE FUNCTION m.evil_trigger();
+         CREATE CONSTRAINT TRIGGER evil_deferred AFTER UPDATE ON m.k DEFERRABLE INITIALLY DEFERRED
+             FOR EACH ROW EXECUTE FUNCTION m.evil_trigger()",
+    ),
+    (
+        "policy",
+        "ALTER TABLE m.p ENABLE ROW LEVEL SECURITY; CREATE POLICY evil ON m.p USING (m.evil(c));
+         ALTER TABLE m.k ENABLE ROW LEVEL SECURITY; CREATE POLICY evil ON m.k USING (m.evil(c))",
+    ),
+    (
+        "forced_policy",
+        "ALTER TABLE m.p ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+         CREATE POLICY evil ON m.p USING (m.evil(c))",
+    ),
+    (
+        // Operators and functions with the names the toolkit's statements use, for the column
+        // types they use, in the owner's schema, which the caller puts first on the path.
+        "operators_on_the_path",
+        "CREATE FUNCTION m.uuid_eq(uuid, uuid) RETURNS boolean LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN $1 OPERATOR(pg_catalog.=) $2; END';
+         CREATE OPERATOR m.= (LEFTARG = uuid, RIGHTARG = uuid, FUNCTION = m.uuid_eq);
+         CREATE FUNCTION m.uuid_gt(uuid, uuid) RETURNS boolean LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN $1 OPERATOR(pg_catalog.>) $2; END';
+         CREATE OPERATOR m.> (LEFTARG = uuid, RIGHTARG = uuid, FUNCTION = m.uuid_gt);
+         CREATE FUNCTION m.ts_ge(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN $1 OPERATOR(pg_catalog.>=) $2; END';
+         CREATE OPERATOR m.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = m.ts_ge);
+         CREATE FUNCTION m.count(uuid) RETURNS bigint LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN 1; END';
+         CREATE FUNCTION m.array_agg(uuid) RETURNS uuid[] LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN NULL; END';
+         CREATE FUNCTION m.uuid_extract_version(uuid) RETURNS smallint LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN 4; END';
+         CREATE FUNCTION m.uuidv7_at(timestamptz) RETURNS uuid LANGUAGE plpgsql AS
+             'BEGIN PERFORM m.evil(0); RETURN gen_random_uuid(); END'",
+    ),
+];
+
+/// A database with the extension, the hostile role rekey_attack_owner owning schema m and in it a
+/// parent m.p (200 rows with version-4 keys) and its child m.k (a row per parent), its logging
+/// functions, and the owner code of `kind`; a clerk (rekey_attack_clerk) who is a member of
+/// rekey_attack_owner's role and owns a table of its own (public.attack_clerk_secret).
+fn hostile_tables(db: &str, code: &str) -> Client {
+    let mut admin = fresh_db(db);
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_attack_owner') THEN
+                     EXECUTE 'ALTER ROLE rekey_attack_owner NOSUPERUSER';
+                     EXECUTE 'REVOKE rekey_attack_clerk FROM rekey_attack_owner';
+                 END IF;
+             EXCEPTION WHEN OTHERS THEN NULL;
+             END $$;
+             DROP OWNED BY rekey_attack_owner, rekey_attack_clerk;
+             ",
+        )
+        .unwrap_or(());
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_attack_owner') THEN
+                     CREATE ROLE rekey_attack_owner LOGIN;
+                 END IF;
+                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_attack_clerk') THEN
+                     CREATE ROLE rekey_attack_clerk LOGIN;
+                 END IF;
+             END $$;
+             GRANT rekey_attack_owner TO rekey_attack_clerk;
+             CREATE SCHEMA m AUTHORIZATION rekey_attack_owner;
+             CREATE TABLE public.attack_clerk_secret (x int);
+             ALTER TABLE public.attack_clerk_secret OWNER TO rekey_attack_clerk;",
+        )
+        .unwrap();
+    let mut mallory = connect_as(db, "rekey_attack_owner");
+    mallory.batch_execute(HOSTILE_LOG).unwrap();
+    mallory
+        .batch_execute(
+            "CREATE TABLE m.p (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                               at timestamptz NOT NULL, c int NOT NULL DEFAULT 1);
+             CREATE TABLE m.k (p_id uuid NOT NULL REFERENCES m.p, c int NOT NULL DEFAULT 1);
+             CREATE INDEX ON m.k (p_id);
+             INSERT INTO m.p (at) SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 hour'
+               FROM generate_series(1, 200) i;
+             INSERT INTO m.k (p_id) SELECT id FROM m.p;",
+        )
+        .unwrap();
+    mallory.batch_execute(code).unwrap();
+    drop(mallory);
+    // What ran while the owner set the tables up is not counted.
+    admin
+        .batch_execute(
+            "SELECT setval('m.ran_as_owner', 1, false), setval('m.ran_as_someone_else', 1, false),
+                    setval('m.escaped', 1, false)",
+        )
+        .unwrap();
+    admin
+}
+
+fn connect_as(db: &str, role: &str) -> Client {
+    Client::connect(
+        &format!("{} dbname={db} user={role}", dsn()),
+        postgres::NoTls,
+    )
+    .unwrap_or_else(|e| panic!("cannot connect to {db} as {role}: {e:?}"))
+}
+
+/// How many times a sequence of the hostile role was advanced since it was reset.
+fn counted(c: &mut Client, sequence: &str) -> i64 {
+    one_i64(
+        c,
+        &format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {sequence}"),
+    )
+}
+
+/// The hostile role gained nothing, and its code never ran as anyone else.
+fn assert_gained_nothing(admin: &mut Client, context: &str) {
+    assert!(
+        !one_bool(
+            admin,
+            "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_attack_owner'"
+        ),
+        "{context}: rekey_attack_owner became superuser"
+    );
+    assert_eq!(
+        one_i64(
+            admin,
+            "SELECT count(*) FROM pg_auth_members WHERE member = 'rekey_attack_owner'::regrole"
+        ),
+        0,
+        "{context}: rekey_attack_owner became a member of a role"
+    );
+    assert!(
+        !one_bool(
+            admin,
+            "SELECT has_table_privilege('rekey_attack_owner', 'public.attack_clerk_secret', 'SELECT')"
+        ),
+        "{context}: rekey_attack_owner was granted the clerk's table"
+    );
+    assert_eq!(
+        one_i64(
+            admin,
+            "SELECT count(*) FROM pg_class WHERE relname = 'pwned'"
+        ),
+        0,
+        "{context}: a table was left behind"
+    );
+    assert_eq!(
+        counted(admin, "m.ran_as_someone_else"),
+        0,
+        "{context}: the owner's code ran as another role"
+    );
+    assert_eq!(
+        counted(admin, "m.escaped"),
+        0,
+        "{context}: the owner's code got out of the security-restricted operation"
+    );
+}
+
+/// Runs every step of the toolkit on m.p as `runner` (a superuser, or the clerk), each allowed
+/// to fail; returns whether the rekey finished.
+fn run_every_step(runner: &mut Client, fire_triggers: bool) -> bool {
+    let steps = [
+        "SELECT count(*) FROM rekey_assess('m.p')".to_string(),
+        "SELECT count(*) FROM rekey_assess_schema('m')".to_string(),
+        format!("SELECT count(*) FROM rekey_plan('m.p', 'at', fire_triggers => {fire_triggers})"),
+        "SELECT rekey_switch_default('m.p')".to_string(),
+        format!("CALL rekey_run('m.p', 'at', batch_size => 64, fire_triggers => {fire_triggers})"),
+        "SELECT count(*) FROM rekey_verify('m.p')".to_string(),
+        // Not over m.p: reading the table as the caller would run its policies as the caller.
+        "SELECT rekey_translate('m.p', '00000000-0000-4000-8000-000000000000')".to_string(),
+        "SELECT count(*) FROM rekey_status".to_string(),
+    ];
+    for sql in &steps {
+        // A refusal (the toolkit's, or PostgreSQL's inside the restricted operation) is a fine
+        // outcome; what matters is checked afterwards.
+        let _ = runner.batch_execute(sql);
+    }
+    let _ = runner.batch_execute("ROLLBACK");
+    runner
+        .query_one(
+            "SELECT coalesce((SELECT finished_at IS NOT NULL FROM objectid_internal.rekey_state
+                               WHERE relid = 'm.p'::regclass), false)",
+            &[],
+        )
+        .map(|r| r.get(0))
+        .unwrap_or(false)
+}
+
+/// After a rekey that finished, every key is a version-7 key with its row's time and every child
+/// follows; after one that did not, no key changed.
+fn assert_finished_correctly_or_unchanged(admin: &mut Client, finished: bool, keys: &[String]) {
+    let now: Vec<String> = admin
+        .query("SELECT id::text FROM m.p ORDER BY at", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if finished {
+        assert_eq!(
+            one_i64(
+                admin,
+                "SELECT count(*) FROM m.p WHERE uuid_extract_version(id) = 7
+                    AND public.uuid_extract_timestamp(id) = date_trunc('milliseconds', at)"
+            ),
+            200
+        );
+        assert_eq!(
+            one_i64(
+                admin,
+                "SELECT count(*) FROM m.k JOIN m.p ON m.p.id = m.k.p_id"
+            ),
+            200
+        );
+    } else {
+        assert_eq!(now, keys, "a rekey that did not finish changed keys");
+    }
+}
+
+fn keys(admin: &mut Client) -> Vec<String> {
+    admin
+        .query("SELECT id::text FROM m.p ORDER BY at", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// For each kind of owner code: a superuser, then the clerk (a member of the owner's role), runs
+/// every step of the toolkit; the hostile role gains nothing and the owner's code runs only as
+/// the owner. Where it only tried to get out, the rekey finishes and is right; where it also left
+/// objects in the caller's temporary schema, the rekey is refused and changes nothing, and
+/// nothing is left there.
+#[test]
+fn owner_code_of_every_kind_runs_only_as_its_owner() {
+    for (kind, code) in OWNER_CODE {
+        for (runner, temporary) in [
+            ("postgres", false),
+            ("rekey_attack_clerk", false),
+            ("postgres", true),
+        ] {
+            let db = format!("t_rekey_attack_{kind}");
+            let mut admin = hostile_tables(&db, code);
+            let before = keys(&mut admin);
+            let mut c = connect_as(&db, runner);
+            if *kind == "operators_on_the_path" {
+                c.batch_execute("SET search_path = m, pg_catalog, public")
+                    .unwrap();
+            }
+            if temporary {
+                c.batch_execute("SET rekey_attack.temporary = on").unwrap();
+            }
+            let finished = run_every_step(&mut c, *kind == "trigger");
+            let context = format!(
+                "{kind}, run by {runner}{}",
+                if temporary {
+                    ", leaving temporary objects"
+                } else {
+                    ""
+                }
+            );
+            assert_eq!(
+                one_i64(
+                    &mut c,
+                    "SELECT count(*) FROM pg_depend WHERE refclassid = 'pg_namespace'::regclass
+                        AND refobjid = pg_my_temp_schema()"
+                ),
+                0,
+                "{context}: objects were left in the caller's temporary schema"
+            );
+            assert_eq!(
+                one_string(
+                    &mut c,
+                    "SELECT pg_typeof('00000000-0000-0000-0000-000000000000'::uuid)::text"
+                ),
+                "uuid",
+                "{context}"
+            );
+            drop(c);
+            assert_gained_nothing(&mut admin, &context);
+            assert_finished_correctly_or_unchanged(&mut admin, finished, &before);
+            if temporary {
+                // Whatever the owner's code ran for was refused; nothing else was.
+                let ran = counted(&mut admin, "m.ran_as_owner") > 0;
+                assert_eq!(finished, !ran, "{context}");
+                continue;
+            }
+            // The kinds whose code a rekey must run did run, as the owner; those it must refuse
+            // were refused.
+            match *kind {
+                "check" | "index_expression" | "partial_index" | "generated_column" | "trigger" => {
+                    assert!(finished, "{context}: the rekey did not finish");
+                    assert!(counted(&mut admin, "m.ran_as_owner") > 0, "{context}");
+                }
+                "forced_policy" => assert!(!finished, "{context}: a forced policy was not refused"),
+                "column_default" | "domain_check" | "policy" | "operators_on_the_path" => {
+                    assert!(finished, "{context}: the rekey did not finish");
+                    assert_eq!(counted(&mut admin, "m.ran_as_owner"), 0, "{context}");
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+}
+
+/// Issue 18's first repro, verbatim: a CHECK constraint whose function resets the role and makes
+/// its owner a superuser when a superuser's session runs it. The batch is refused inside the
+/// restricted operation (42501), nothing changes, and the owner is no superuser.
+#[test]
+fn repro_1_a_check_constraint_resets_the_role() {
+    let mut admin = fresh_db("t_rekey_repro_1");
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_repro_mallory') THEN
+                     EXECUTE 'ALTER ROLE rekey_repro_mallory NOSUPERUSER';
+                 ELSE
+                     CREATE ROLE rekey_repro_mallory LOGIN;
+                 END IF;
+             END $$;
+             CREATE SCHEMA m AUTHORIZATION rekey_repro_mallory",
+        )
+        .unwrap();
+    let mut mallory = connect_as("t_rekey_repro_1", "rekey_repro_mallory");
+    mallory
+        .batch_execute(
+            "CREATE FUNCTION m.evil(int) RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = session_user)
+                  AND NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'rekey_repro_mallory') THEN
+                 PERFORM pg_catalog.set_config('role', 'none', true);
+                 EXECUTE 'ALTER ROLE rekey_repro_mallory SUPERUSER';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT public.uuidv4(), created_at timestamptz NOT NULL DEFAULT now(),
+                               c int NOT NULL DEFAULT 1 CHECK (m.evil(c)));
+             INSERT INTO m.t (created_at) SELECT now() - i * interval '1 hour' FROM generate_series(1, 50) i;",
+        )
+        .unwrap();
+    let before = one_string(
+        &mut admin,
+        "SELECT string_agg(id::text, ',' ORDER BY id) FROM m.t",
+    );
+    admin
+        .batch_execute("SELECT public.rekey_switch_default('m.t')")
+        .unwrap();
+    let message = expect_error(
+        &mut admin,
+        "CALL public.rekey_run('m.t', 'created_at')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(
+        message.contains("security-restricted operation"),
+        "{message}"
+    );
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_repro_mallory'"
+    ));
+    assert_eq!(
+        one_string(
+            &mut admin,
+            "SELECT string_agg(id::text, ',' ORDER BY id) FROM m.t"
+        ),
+        before
+    );
+}
+
+/// The functions the toolkit's documented functions call, and the documented functions
+/// themselves, as exact-signature functions of the hostile role: `(schema-qualified name with
+/// its argument list, return type, kind)`, from the catalog of a fresh install.
+fn toolkit_signatures(c: &mut Client) -> Vec<(String, String, String, String)> {
+    c.query(
+        "SELECT p.proname::text, pg_get_function_identity_arguments(p.oid), coalesce(pg_get_function_result(p.oid), ''),
+                p.prokind::text
+           FROM pg_proc p
+           JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+          WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid')
+            AND (p.proname LIKE 'rekey%' OR p.pronamespace = 'objectid_internal'::regnamespace)
+          ORDER BY 1, 2",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect()
+}
+
+/// A planted function `schema.name(args)`: counts its call in a sequence (which a rollback does
+/// not undo) and makes the database owner a superuser when it runs as one.
+fn plant(schema: &str, name: &str, args: &str, result: &str, kind: &str) -> String {
+    let body = "BEGIN
+            PERFORM nextval('planted.calls');
+            IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                EXECUTE 'ALTER ROLE rekey_dbo SUPERUSER';
+            END IF;";
+    if kind == "p" {
+        return format!(
+            "CREATE PROCEDURE {schema}.{name}({args}) LANGUAGE plpgsql AS $plant$ {body} END $plant$;"
+        );
+    }
+    let finish = if result.starts_with("TABLE") || result.starts_with("SETOF") {
+        "RETURN;"
+    } else {
+        "RETURN NULL;"
+    };
+    // Arguments of the internal functions' own types, and regclass where they take an OID: the
+    // implicit cast a call through the path could take.
+    format!(
+        "CREATE FUNCTION {schema}.{name}({args}) RETURNS {result} LANGUAGE plpgsql AS $plant$ {body} {finish} END $plant$;"
+    )
+}
+
+/// Issue 18's second repro and its variants: the database owner (who owns the extension's schema,
+/// and a schema on the caller's path) plants a function of every name the toolkit uses, with the
+/// exact signature and with regclass for oid, in both; later renames the extension's schema and
+/// makes another of that name, full of them. A superuser then runs every step: none runs, and the
+/// database owner is no superuser.
+#[test]
+fn repro_2_overloads_planted_where_the_toolkit_looks() {
+    let mut admin = fresh_database("t_rekey_repro_2");
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_dbo') THEN
+                     EXECUTE 'ALTER ROLE rekey_dbo NOSUPERUSER';
+                 ELSE
+                     CREATE ROLE rekey_dbo LOGIN;
+                 END IF;
+             END $$;
+             ALTER DATABASE t_rekey_repro_2 OWNER TO rekey_dbo;
+             CREATE SCHEMA app AUTHORIZATION rekey_dbo;",
+        )
+        .unwrap();
+    let mut dbo = connect_as("t_rekey_repro_2", "rekey_dbo");
+    // A trusted install by the database owner, into a schema it owns.
+    dbo.batch_execute(
+        "CREATE EXTENSION pg_objectid SCHEMA app;
+         CREATE SCHEMA planted; CREATE SEQUENCE planted.calls;
+         GRANT USAGE ON SCHEMA planted TO PUBLIC; GRANT USAGE ON SEQUENCE planted.calls TO PUBLIC",
+    )
+    .unwrap();
+    let signatures = toolkit_signatures(&mut dbo);
+    assert!(signatures.len() > 30, "{signatures:?}");
+    let mut planted = String::new();
+    for (name, args, result, kind) in &signatures {
+        let regclass_args = args.replace(" oid", " regclass");
+        for schema in ["planted", "app"] {
+            for a in [args.as_str(), regclass_args.as_str()] {
+                // The documented functions themselves exist in app: plant them elsewhere only.
+                planted.push_str(&format!(
+                    "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
+                    quote_literal(&plant(schema, name, a, result, kind))
+                ));
+            }
+        }
+    }
+    dbo.batch_execute(&planted).unwrap();
+    assert!(
+        one_i64(
+            &mut dbo,
+            "SELECT count(*) FROM pg_proc WHERE pronamespace = 'planted'::regnamespace"
+        ) > 30
+    );
+
+    admin
+        .batch_execute(
+            "SET search_path = planted, app, pg_catalog;
+             CREATE TABLE public.accounts (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                           created_at timestamptz NOT NULL DEFAULT now());
+             CREATE TABLE public.payments (account_id uuid REFERENCES public.accounts, amount int);
+             CREATE INDEX ON public.payments (account_id);
+             INSERT INTO public.accounts (created_at)
+                 SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 minute' FROM generate_series(1, 300) i;
+             INSERT INTO public.payments SELECT id, 1 FROM public.accounts;",
+        )
+        .unwrap();
+    let run = |admin: &mut Client, schema: &str, table: &str| {
+        for sql in [
+            format!("SELECT * FROM {schema}.rekey_assess('{table}'::regclass)"),
+            format!("SELECT * FROM {schema}.rekey_assess_schema('public')"),
+            format!("SELECT * FROM {schema}.rekey_references('{table}')"),
+            format!("SELECT * FROM {schema}.rekey_plan('{table}', 'created_at')"),
+            format!("SELECT {schema}.rekey_switch_default('{table}')"),
+            format!("CALL {schema}.rekey_run('{table}', 'created_at', batch_size => 100)"),
+            format!("SELECT * FROM {schema}.rekey_verify('{table}')"),
+            format!("SELECT {schema}.rekey_translate('{table}', gen_random_uuid())"),
+            format!("SELECT * FROM {schema}.rekey_status"),
+        ] {
+            admin
+                .batch_execute(&sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    };
+    run(&mut admin, "app", "public.accounts");
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.accounts WHERE app.uuid_extract_version(id) = 7"
+        ),
+        300
+    );
+
+    // The database owner renames the extension's schema and makes another named like it, full
+    // of the same functions (the documented ones too) and a rekey_state table of its own.
+    dbo.batch_execute("ALTER SCHEMA app RENAME TO app_real; CREATE SCHEMA app;")
+        .unwrap();
+    let mut planted = String::from(
+        "CREATE TABLE app.rekey_state (relid oid); CREATE TABLE app.rekey_status (x int);\n",
+    );
+    for (name, args, result, kind) in &signatures {
+        planted.push_str(&format!(
+            "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
+            quote_literal(&plant("app", name, args, result, kind))
+        ));
+    }
+    for f in [
+        "uuidv7()",
+        "uuid_extract_version(uuid)",
+        "uuidv7_at(timestamptz)",
+        "uuid_extract_timestamp(uuid)",
+    ] {
+        let (name, args) = f.split_once('(').unwrap();
+        let args = args.trim_end_matches(')');
+        let result = if name == "uuidv7" || name == "uuidv7_at" {
+            "uuid"
+        } else if name == "uuid_extract_version" {
+            "smallint"
+        } else {
+            "timestamptz"
+        };
+        planted.push_str(&format!(
+            "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
+            quote_literal(&plant("app", name, args, result, "f"))
+        ));
+    }
+    dbo.batch_execute(&planted).unwrap();
+    admin
+        .batch_execute(
+            "SET search_path = planted, app, pg_catalog;
+             CREATE TABLE public.orders (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                         placed_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO public.orders (placed_at)
+                 SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 minute' FROM generate_series(1, 300) i;",
+        )
+        .unwrap();
+    // The superuser reaches the real functions by the schema's new name.
+    let run2 = |admin: &mut Client| {
+        for sql in [
+            "SELECT * FROM app_real.rekey_assess('public.orders')",
+            "SELECT * FROM app_real.rekey_plan('public.orders', 'placed_at')",
+            "SELECT app_real.rekey_switch_default('public.orders')",
+            "CALL app_real.rekey_run('public.orders', 'placed_at', batch_size => 100)",
+            "SELECT * FROM app_real.rekey_verify('public.orders')",
+            "SELECT app_real.rekey_translate('public.orders', gen_random_uuid())",
+            "SELECT * FROM app_real.rekey_status",
+        ] {
+            admin
+                .batch_execute(sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    };
+    run2(&mut admin);
+    // The default it set calls the real uuidv7(), by the schema's name now.
+    assert_eq!(
+        one_string(
+            &mut admin,
+            "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'public.orders'::regclass AND adnum = 1"
+        ),
+        "app_real.uuidv7()"
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.orders WHERE app_real.uuid_extract_version(id) = 7"
+        ),
+        300
+    );
+    assert_eq!(
+        counted(&mut admin, "planted.calls"),
+        0,
+        "a planted function ran"
+    );
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dbo'"
+    ));
+    admin
+        .batch_execute("RESET search_path; DROP EXTENSION pg_objectid CASCADE")
+        .unwrap();
+}
+
+fn quote_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
