@@ -693,6 +693,42 @@ SELECT coalesce(array_agg(a.attname ORDER BY
    AND a.atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
 $body$;
 
+-- The materialized views whose data a rekey makes stale: those that read a column that changes
+-- (rekey_columns), directly or through views or other materialized views, with how many views
+-- lie between (depth 1 reads the column itself), so that refreshing them in depth order refreshes
+-- each after what it reads. Found through the dependencies of their rules on the columns.
+CREATE FUNCTION objectid_internal.rekey_materialized_views(tbl regclass)
+    RETURNS TABLE (matview regclass, depth integer)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+WITH RECURSIVE readers (relid, depth, path) AS (
+    SELECT DISTINCT w.ev_class, 1, ARRAY[w.ev_class]
+      FROM objectid_internal.rekey_columns(tbl) c
+      JOIN pg_depend d ON d.refclassid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid
+                      AND d.refobjid OPERATOR(pg_catalog.=) c.relid::oid
+                      AND d.refobjsubid OPERATOR(pg_catalog.=) c.attnum::integer
+                      AND d.classid OPERATOR(pg_catalog.=) 'pg_rewrite'::regclass::oid
+      JOIN pg_rewrite w ON w.oid OPERATOR(pg_catalog.=) d.objid
+     WHERE w.ev_class OPERATOR(pg_catalog.<>) c.relid::oid
+    UNION ALL
+    -- Whatever reads a view or materialized view that reads the columns, through any of its
+    -- columns: which of them carry the key is not recorded.
+    SELECT w.ev_class, r.depth OPERATOR(pg_catalog.+) 1, r.path OPERATOR(pg_catalog.||) w.ev_class
+      FROM readers r
+      JOIN pg_depend d ON d.refclassid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid
+                      AND d.refobjid OPERATOR(pg_catalog.=) r.relid
+                      AND d.classid OPERATOR(pg_catalog.=) 'pg_rewrite'::regclass::oid
+      JOIN pg_rewrite w ON w.oid OPERATOR(pg_catalog.=) d.objid
+     WHERE w.ev_class OPERATOR(pg_catalog.<>) r.relid AND NOT w.ev_class OPERATOR(pg_catalog.=) ANY (r.path)
+)
+SELECT r.relid::regclass, max(r.depth)
+  FROM readers r JOIN pg_class c ON c.oid OPERATOR(pg_catalog.=) r.relid
+ WHERE c.relkind OPERATOR(pg_catalog.=) 'm'::"char"
+ GROUP BY r.relid
+ ORDER BY max(r.depth), r.relid::regclass::text
+$body$;
+
 -- What there is, for one table: key versions, the v7 keys' time span, the key's physical order,
 -- the key index's size and leaf density, the foreign keys that follow it, candidate time columns.
 CREATE FUNCTION objectid_internal.rekey_assess(tbl regclass)
@@ -700,7 +736,8 @@ CREATE FUNCTION objectid_internal.rekey_assess(tbl regclass)
                    v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
                    v7_first timestamptz, v7_last timestamptz, key_correlation real,
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
-                   foreign_keys text[], time_columns name[], notes text[])
+                   foreign_keys text[], time_columns name[], untimed_rows bigint[],
+                   materialized_views regclass[], notes text[])
     LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
@@ -766,6 +803,27 @@ BEGIN
     foreign_keys := coalesce(foreign_keys, '{}');
 
     time_columns := objectid_internal.rekey_time_columns(tbl);
+    -- For each candidate, the rows a UUIDv7 could not carry the time of: they would get the
+    -- fallback time.
+    IF cardinality(time_columns) > 0 THEN
+        counts := objectid_internal.rekey_read_as_owner(tbl::oid, format(
+            'SELECT ARRAY[%s]::pg_catalog.int8[] AS untimed FROM ONLY %s t',
+            (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s IS NULL)',
+                                      objectid_internal.rekey_usable_time(
+                                          objectid_internal.rekey_time_expression(tbl, n, current_setting('TimeZone')),
+                                          'NULL')), ', ' ORDER BY o)
+               FROM unnest(time_columns) WITH ORDINALITY u(n, o)),
+            objectid_internal.rekey_name(tbl::oid)));
+        untimed_rows := ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(counts -> 'untimed') WITH ORDINALITY x(e, o)
+                               ORDER BY o);
+    ELSE
+        untimed_rows := '{}';
+    END IF;
+    materialized_views := ARRAY(SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v);
+    IF cardinality(materialized_views) > 0 THEN
+        notes := notes || format('materialized views read the key: REFRESH them after the rekey (rekey_run''s'
+                                 ' refresh_materialized_views does): %s', array_to_string(materialized_views, ', '));
+    END IF;
     RETURN NEXT;
 END
 $body$;
@@ -777,7 +835,8 @@ CREATE FUNCTION @extschema@.rekey_assess(tbl regclass)
                    v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
                    v7_first timestamptz, v7_last timestamptz, key_correlation real,
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
-                   foreign_keys text[], time_columns name[], notes text[])
+                   foreign_keys text[], time_columns name[], untimed_rows bigint[],
+                   materialized_views regclass[], notes text[])
     LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
@@ -802,7 +861,8 @@ CREATE FUNCTION @extschema@.rekey_assess_schema(schema_name regnamespace)
                    v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
                    v7_first timestamptz, v7_last timestamptz, key_correlation real,
                    key_index regclass, key_index_size bigint, key_index_leaf_density float8,
-                   foreign_keys text[], time_columns name[], notes text[])
+                   foreign_keys text[], time_columns name[], untimed_rows bigint[],
+                   materialized_views regclass[], notes text[])
     LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
@@ -1006,6 +1066,15 @@ BEGIN
     step := step + 1;
     RETURN NEXT format('  %s. SELECT * FROM %s.rekey_verify(%L): keys left, foreign keys, counts against the start',
                        step, objectid_internal.rekey_api_schema(), tbl::text);
+    IF EXISTS (SELECT FROM objectid_internal.rekey_materialized_views(tbl)) THEN
+        step := step + 1;
+        RETURN NEXT format('  %s. refresh the materialized views that read the key, which still hold the old keys'
+                           ' (rekey_run does it at the end with refresh_materialized_views => true); lock: EXCLUSIVE on each',
+                           step);
+        FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
+            RETURN NEXT format('       REFRESH MATERIALIZED VIEW %s', objectid_internal.rekey_name(r.matview::oid));
+        END LOOP;
+    END IF;
     step := step + 1;
     RETURN NEXT format('  %s. compact the indexes, which every rewritten row added an entry to; lock: SHARE UPDATE EXCLUSIVE,'
                        ' reads and writes go on', step);
@@ -1338,13 +1407,15 @@ $body$;
 -- other sessions read the same from rekey_status. One session at a time rekeys a table (an
 -- advisory lock, which rekey_status also reads). Only a CALL of its own, outside a transaction
 -- block, can commit: anywhere else it refuses before anything changes, unless in_one_transaction
--- asks for the whole work in the current transaction.
+-- asks for the whole work in the current transaction. With refresh_materialized_views, the
+-- materialized views that read the key (rekey_materialized_views) are refreshed once it finishes.
 CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NULL,
                                        batch_size integer DEFAULT 10000, pause interval DEFAULT '0',
                                        lock_timeout interval DEFAULT '1s', max_retries integer DEFAULT 10,
                                        fallback_time timestamptz DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false, mapping_table text DEFAULT NULL,
-                                       in_one_transaction boolean DEFAULT false, max_batches bigint DEFAULT NULL)
+                                       in_one_transaction boolean DEFAULT false, max_batches bigint DEFAULT NULL,
+                                       refresh_materialized_views boolean DEFAULT false)
     LANGUAGE plpgsql
     AS $body$
 DECLARE
@@ -1365,6 +1436,7 @@ DECLARE
     rate float8;
     failure text;
     failure_state text;
+    r record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     committing := committing AND NOT in_one_transaction;
@@ -1376,7 +1448,8 @@ BEGIN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     ELSIF max_retries IS NULL OR max_retries < 0 OR pause IS NULL OR pause < interval '0'
           OR lock_timeout IS NULL OR lock_timeout < interval '0' OR lock_timeout >= interval '24 days'
-          OR max_batches < 0 OR in_one_transaction IS NULL OR fire_triggers IS NULL THEN
+          OR max_batches < 0 OR in_one_transaction IS NULL OR fire_triggers IS NULL
+          OR refresh_materialized_views IS NULL THEN
         RAISE EXCEPTION 'max_retries, pause, lock_timeout (under 24 days) and max_batches must not be negative, nor NULL but max_batches'
             USING ERRCODE = 'invalid_parameter_value';
     ELSIF fallback_time < '1970-01-01 00:00:00+00' OR fallback_time >= '10000-01-01 00:00:00+00' THEN
@@ -1388,6 +1461,19 @@ BEGIN
             USING ERRCODE = 'active_sql_transaction',
                   DETAIL = 'It commits after each batch, so that no lock is held longer than one batch; inside a transaction block, a function or a block with an exception handler it cannot.',
                   HINT = 'Run the CALL on its own, or pass in_one_transaction => true to rekey every key in the current transaction, which then holds every batch''s locks until it ends.';
+    END IF;
+    -- REFRESH needs the materialized view's owner's privileges (PostgreSQL then runs its query as
+    -- that owner, in a security-restricted operation): known before anything changes.
+    IF refresh_materialized_views THEN
+        SELECT string_agg(format('%s (owned by %s)', v.matview, c.relowner::regrole), ', ') INTO failure
+          FROM objectid_internal.rekey_materialized_views(tbl) v
+          JOIN pg_class c ON c.oid OPERATOR(pg_catalog.=) v.matview::oid
+         WHERE NOT pg_has_role(c.relowner, 'USAGE');
+        IF failure IS NOT NULL THEN
+            RAISE EXCEPTION 'refresh_materialized_views: you may not refresh %', failure
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Leave refresh_materialized_views out and have their owners refresh them after the rekey.';
+        END IF;
     END IF;
     -- A batch retried after a lock timeout must see what the other session committed meanwhile,
     -- which a retry inside one REPEATABLE READ or SERIALIZABLE transaction never does.
@@ -1512,6 +1598,19 @@ BEGIN
     IF st.finished_at IS NOT NULL THEN
         RAISE NOTICE 'rekey of % finished: % keys rekeyed in % batches; check it with SELECT * FROM %.rekey_verify(%)',
             tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
+        IF refresh_materialized_views THEN
+            BEGIN
+                FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
+                    EXECUTE format('REFRESH MATERIALIZED VIEW %s', objectid_internal.rekey_name(r.matview::oid));
+                    RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
+                END LOOP;
+            EXCEPTION WHEN OTHERS OR query_canceled THEN
+                IF committing AND holding THEN
+                    PERFORM pg_advisory_unlock(lock_key);
+                END IF;
+                RAISE;
+            END;
+        END IF;
     ELSE
         RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
             tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);

@@ -88,6 +88,13 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "s",
         false,
     ),
+    (
+        "objectid_internal.rekey_materialized_views",
+        "s",
+        true,
+        "s",
+        false,
+    ),
     ("objectid_internal.rekey_name", "s", true, "s", false),
     ("objectid_internal.rekey_problems", "v", false, "u", false),
     (
