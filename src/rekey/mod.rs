@@ -1,5 +1,5 @@
 //! The UUIDv4 → UUIDv7 rekey toolkit (`rekey_*`, docs/migration.md). Its logic is SQL and
-//! PL/pgSQL in `sql/rekey.sql`: it reads the catalogs, and its batch loop must be a procedure
+//! PL/pgSQL in `sql/rekey/`: it reads the catalogs, and its batch loop must be a procedure
 //! that commits, which only PL/pgSQL can be. What SQL cannot do is done here: tell whether that
 //! procedure may commit at all, run the owner's code in a security-restricted operation
 //! (`as_owner`), and call pgstattuple by OID (`leaf_density`).
@@ -21,12 +21,65 @@ fn rekey_can_commit() -> bool {
     unsafe { pg_sys::SPI_inside_nonatomic_context() && !pg_sys::IsSubTransaction() }
 }
 
+/// The toolkit's SQL: one routine (or table, type, view) per file under `sql/rekey/`, `internal/`
+/// for `objectid_internal` and `api/` for the documented functions in `@extschema@`, joined in
+/// this fixed order, each file after everything it uses (SQL function bodies are checked when they
+/// are created).
 mod install {
-    use pgrx::prelude::*;
+    /// One `extension_sql_file!` per file, each requiring the one before it.
+    macro_rules! in_order {
+        ($previous:literal;) => {};
+        ($previous:literal; $path:literal => $name:literal $(, $paths:literal => $names:literal)* $(,)?) => {
+            ::pgrx::extension_sql_file!($path, name = $name, requires = [$previous]);
+            in_order!($name; $($paths => $names),*);
+        };
+    }
 
-    extension_sql_file!(
-        "../../sql/rekey.sql",
-        name = "rekey",
-        requires = ["uuid_functions"]
+    in_order!("uuid_functions";
+        "../../sql/rekey/internal/objectid_internal.sql" => "rekey_internal_objectid_internal",
+        "../../sql/rekey/internal/uuid_extract_version.sql" => "rekey_internal_uuid_extract_version",
+        "../../sql/rekey/internal/uuid_extract_timestamp.sql" => "rekey_internal_uuid_extract_timestamp",
+        "../../sql/rekey/internal/uuidv7_at.sql" => "rekey_internal_uuidv7_at",
+        "../../sql/rekey/internal/rekey_can_commit.sql" => "rekey_internal_rekey_can_commit",
+        "../../sql/rekey/internal/rekey_read_as_owner.sql" => "rekey_internal_rekey_read_as_owner",
+        "../../sql/rekey/internal/rekey_batch_as_owner.sql" => "rekey_internal_rekey_batch_as_owner",
+        "../../sql/rekey/internal/rekey_leaf_density.sql" => "rekey_internal_rekey_leaf_density",
+        "../../sql/rekey/internal/rekey_api_schema.sql" => "rekey_internal_rekey_api_schema",
+        "../../sql/rekey/internal/rekey_uuidv7_functions.sql" => "rekey_internal_rekey_uuidv7_functions",
+        "../../sql/rekey/internal/rekey_state.sql" => "rekey_internal_rekey_state",
+        "../../sql/rekey/internal/rekey_name.sql" => "rekey_internal_rekey_name",
+        "../../sql/rekey/internal/rekey_runner.sql" => "rekey_internal_rekey_runner",
+        "../../sql/rekey/internal/rekey_key_column.sql" => "rekey_internal_rekey_key_column",
+        "../../sql/rekey/internal/rekey_columns.sql" => "rekey_internal_rekey_columns",
+        "../../sql/rekey/internal/rekey_readable.sql" => "rekey_internal_rekey_readable",
+        "../../sql/rekey/internal/rekey_column_indexed.sql" => "rekey_internal_rekey_column_indexed",
+        "../../sql/rekey/internal/rekey_references.sql" => "rekey_internal_rekey_references",
+        "../../sql/rekey/internal/rekey_time_expression.sql" => "rekey_internal_rekey_time_expression",
+        "../../sql/rekey/internal/rekey_mapping_name.sql" => "rekey_internal_rekey_mapping_name",
+        "../../sql/rekey/internal/rekey_mapping_comment.sql" => "rekey_internal_rekey_mapping_comment",
+        "../../sql/rekey/internal/rekey_mapping_problem.sql" => "rekey_internal_rekey_mapping_problem",
+        "../../sql/rekey/internal/rekey_state_of.sql" => "rekey_internal_rekey_state_of",
+        "../../sql/rekey/internal/rekey_usable_time.sql" => "rekey_internal_rekey_usable_time",
+        "../../sql/rekey/internal/rekey_batch_statements.sql" => "rekey_internal_rekey_batch_statements",
+        "../../sql/rekey/internal/rekey_statements.sql" => "rekey_internal_rekey_statements",
+        "../../sql/rekey/internal/rekey_default_is_v7.sql" => "rekey_internal_rekey_default_is_v7",
+        "../../sql/rekey/internal/rekey_problems.sql" => "rekey_internal_rekey_problems",
+        "../../sql/rekey/internal/rekey_time_columns.sql" => "rekey_internal_rekey_time_columns",
+        "../../sql/rekey/internal/rekey_materialized_views.sql" => "rekey_internal_rekey_materialized_views",
+        "../../sql/rekey/internal/rekey_assess.sql" => "rekey_internal_rekey_assess",
+        "../../sql/rekey/api/rekey_assess.sql" => "rekey_api_rekey_assess",
+        "../../sql/rekey/api/rekey_references.sql" => "rekey_api_rekey_references",
+        "../../sql/rekey/api/rekey_assess_schema.sql" => "rekey_api_rekey_assess_schema",
+        "../../sql/rekey/api/rekey_plan.sql" => "rekey_api_rekey_plan",
+        "../../sql/rekey/api/rekey_switch_default.sql" => "rekey_api_rekey_switch_default",
+        "../../sql/rekey/internal/rekey_start.sql" => "rekey_internal_rekey_start",
+        "../../sql/rekey/internal/rekey_counts_query.sql" => "rekey_internal_rekey_counts_query",
+        "../../sql/rekey/internal/rekey_batch.sql" => "rekey_internal_rekey_batch",
+        "../../sql/rekey/api/rekey_run.sql" => "rekey_api_rekey_run",
+        "../../sql/rekey/internal/rekey_status_rows.sql" => "rekey_internal_rekey_status_rows",
+        "../../sql/rekey/api/rekey_status.sql" => "rekey_api_rekey_status",
+        "../../sql/rekey/api/rekey_translate.sql" => "rekey_api_rekey_translate",
+        "../../sql/rekey/api/rekey_verify.sql" => "rekey_api_rekey_verify",
+        "../../sql/rekey/api/rekey_forget.sql" => "rekey_api_rekey_forget",
     );
 }

@@ -183,7 +183,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ("rekey_forget", "v", true, "u", false),
     ("rekey_plan", "v", false, "u", false),
     ("rekey_references", "s", true, "s", false),
-    // A procedure: its batch loop commits (sql/rekey.sql).
+    // A procedure: its batch loop commits (sql/rekey/api/rekey_run.sql).
     ("rekey_run", "v", false, "u", false),
     ("rekey_switch_default", "v", true, "u", false),
     ("rekey_translate", "s", true, "s", false),

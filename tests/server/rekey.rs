@@ -1,4 +1,4 @@
-//! The rekey toolkit (sql/rekey.sql, docs/migration.md): a four-table schema with UUIDv4 keys is
+//! The rekey toolkit (sql/rekey/, docs/migration.md): a four-table schema with UUIDv4 keys is
 //! assessed, planned, switched and rekeyed to UUIDv7, then checked against a snapshot taken
 //! before; the same with the migrating session killed mid-batch, and with other sessions writing
 //! all the while; and every wrong use refused before anything changes.

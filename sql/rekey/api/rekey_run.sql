@@ -1,0 +1,227 @@
+-- Rekeys tbl: starts (or resumes) with rekey_start, then runs rekey_batch until every version-4 key
+-- is rekeyed, committing after each batch, so that no lock is held longer than one batch and a
+-- run stopped at any point (cancelled, terminated, the server restarted) resumes where the last
+-- committed batch left it; a run after the end changes nothing unless version-4 keys were
+-- inserted since. A batch that cannot get a lock within lock_timeout, deadlocks or collides is
+-- rolled back and retried, up to max_retries times. Each batch reports its progress as a NOTICE;
+-- other sessions read the same from rekey_status. One session at a time rekeys a table (an
+-- advisory lock, which rekey_status also reads). Only a CALL of its own, outside a transaction
+-- block, can commit: anywhere else it refuses before anything changes, unless in_one_transaction
+-- asks for the whole work in the current transaction. With refresh_materialized_views, the
+-- materialized views that read the key (rekey_materialized_views) are refreshed once it finishes.
+CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NULL,
+                                       batch_size integer DEFAULT 10000, pause interval DEFAULT '0',
+                                       lock_timeout interval DEFAULT '1s', max_retries integer DEFAULT 10,
+                                       fallback_time timestamptz DEFAULT NULL,
+                                       fire_triggers boolean DEFAULT false, mapping_table text DEFAULT NULL,
+                                       in_one_transaction boolean DEFAULT false, max_batches bigint DEFAULT NULL,
+                                       refresh_materialized_views boolean DEFAULT false)
+    LANGUAGE plpgsql
+    AS $body$
+DECLARE
+    -- Nothing here but qualified calls: these run before the search_path is set below.
+    committing boolean := objectid_internal.rekey_can_commit();
+    lock_key bigint;
+    lock_ms text;
+    saved_timeout text := pg_catalog.current_setting('lock_timeout');
+    -- The caller's search_path: every transaction of the run uses only pg_catalog (below), so that
+    -- no function or operator of a schema on the caller's path can stand in for a built-in.
+    saved_path text := pg_catalog.current_setting('search_path');
+    holder integer;
+    holding boolean;
+    st objectid_internal.rekey_state;
+    n bigint;
+    attempt integer;
+    batches_run bigint := 0;
+    rate float8;
+    failure text;
+    failure_state text;
+    r record;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    committing := committing AND NOT in_one_transaction;
+    -- 'reky' in the high half, the table in the low half; rekey_runner looks for it.
+    lock_key := (1919249273::bigint << 32) | tbl::oid::bigint;
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'rekey_run needs a table' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF batch_size IS NULL OR batch_size < 1 THEN
+        RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
+    ELSIF max_retries IS NULL OR max_retries < 0 OR pause IS NULL OR pause < interval '0'
+          OR lock_timeout IS NULL OR lock_timeout < interval '0' OR lock_timeout >= interval '24 days'
+          OR max_batches < 0 OR in_one_transaction IS NULL OR fire_triggers IS NULL
+          OR refresh_materialized_views IS NULL THEN
+        RAISE EXCEPTION 'max_retries, pause, lock_timeout (under 24 days) and max_batches must not be negative, nor NULL but max_batches'
+            USING ERRCODE = 'invalid_parameter_value';
+    ELSIF fallback_time < '1970-01-01 00:00:00+00' OR fallback_time >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'fallback_time % is not a time a UUIDv7 can carry', fallback_time
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Give a time from 1970-01-01 to 9999-12-31.';
+    END IF;
+    IF NOT objectid_internal.rekey_can_commit() AND NOT in_one_transaction THEN
+        RAISE EXCEPTION 'rekey_run must be called by a CALL of its own, outside a transaction block'
+            USING ERRCODE = 'active_sql_transaction',
+                  DETAIL = 'It commits after each batch, so that no lock is held longer than one batch; inside a transaction block, a function or a block with an exception handler it cannot.',
+                  HINT = 'Run the CALL on its own, or pass in_one_transaction => true to rekey every key in the current transaction, which then holds every batch''s locks until it ends.';
+    END IF;
+    -- REFRESH needs the materialized view's owner's privileges (PostgreSQL then runs its query as
+    -- that owner, in a security-restricted operation): known before anything changes.
+    IF refresh_materialized_views THEN
+        SELECT string_agg(format('%s (owned by %s)', v.matview, c.relowner::regrole), ', ') INTO failure
+          FROM objectid_internal.rekey_materialized_views(tbl) v
+          JOIN pg_class c ON c.oid OPERATOR(pg_catalog.=) v.matview::oid
+         WHERE NOT pg_has_role(c.relowner, 'USAGE');
+        IF failure IS NOT NULL THEN
+            RAISE EXCEPTION 'refresh_materialized_views: you may not refresh %', failure
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Leave refresh_materialized_views out and have their owners refresh them after the rekey.';
+        END IF;
+    END IF;
+    -- A batch retried after a lock timeout must see what the other session committed meanwhile,
+    -- which a retry inside one REPEATABLE READ or SERIALIZABLE transaction never does.
+    IF current_setting('transaction_isolation') <> 'read committed'
+       OR (committing AND current_setting('default_transaction_isolation') <> 'read committed') THEN
+        RAISE EXCEPTION 'rekey_run needs the READ COMMITTED isolation level'
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'SET default_transaction_isolation = ''read committed'' in this session first.';
+    END IF;
+    lock_ms := (extract(epoch FROM lock_timeout) * 1000)::numeric(20)::text || 'ms';
+    IF committing THEN
+        -- Commits nothing yet; fails here, before the lock is taken, where a COMMIT is refused
+        -- for a reason rekey_can_commit cannot see (a loop over a cursor that is not read-only).
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+
+    -- One session at a time: a session lock kept across the batches' commits (released below on
+    -- every way out), or in one transaction a transaction lock. Each batch also locks the table's
+    -- rekey_state row, so two runs could only take turns; the lock says who runs, and refuses a
+    -- second run. A holder that may not rekey the table (anyone can take an advisory lock) stops
+    -- nobody: the run goes on without the lock.
+    IF committing THEN
+        holding := EXISTS (SELECT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+                              AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+                              AND l.classid = 1919249273::oid AND l.objid = tbl::oid AND l.objsubid = 1::smallint)
+                   OR pg_try_advisory_lock(lock_key);
+    ELSE
+        holding := pg_try_advisory_xact_lock(lock_key);
+    END IF;
+    holder := objectid_internal.rekey_runner(tbl, false);
+    IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
+        IF committing AND holding THEN
+            PERFORM pg_advisory_unlock(lock_key);
+        END IF;
+        RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
+            USING ERRCODE = 'object_in_use';
+    END IF;
+    IF NOT holding THEN
+        RAISE NOTICE 'rekey of %: a session that may not rekey it holds its rekey lock; going on without it', tbl;
+    END IF;
+
+    BEGIN
+        st := objectid_internal.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        IF committing AND holding THEN
+            PERFORM pg_advisory_unlock(lock_key);
+        END IF;
+        RAISE;
+    END;
+    RAISE NOTICE 'rekey of %: % of % version-4 keys done, pass %, batches of up to % keys',
+        tbl, st.keys_done, st.keys_total, st.pass, batch_size;
+    IF committing THEN
+        COMMIT;
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    END IF;
+
+    LOOP
+        EXIT WHEN max_batches IS NOT NULL AND batches_run >= max_batches;
+        attempt := 0;
+        LOOP
+            BEGIN
+                PERFORM set_config('lock_timeout', lock_ms, true);
+                n := objectid_internal.rekey_batch(tbl, batch_size, fire_triggers);
+                PERFORM set_config('lock_timeout', saved_timeout, true);
+                EXIT;
+            EXCEPTION
+                WHEN lock_not_available OR deadlock_detected OR serialization_failure
+                     OR unique_violation OR foreign_key_violation THEN
+                    GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE;
+                    attempt := attempt + 1;
+                    IF attempt > max_retries THEN
+                        IF committing AND holding THEN
+                            PERFORM pg_advisory_unlock(lock_key);
+                        END IF;
+                        RAISE EXCEPTION 'rekey of % stopped: a batch failed % times, last with: %', tbl, attempt, failure
+                            USING ERRCODE = failure_state,
+                                  HINT = 'Nothing of that batch was kept. CALL rekey_run again to resume, perhaps with a longer lock_timeout or more retries.';
+                    END IF;
+                    RAISE NOTICE 'rekey of %: batch rolled back (%), retry % of %', tbl, failure, attempt, max_retries;
+                WHEN OTHERS OR query_canceled THEN
+                    IF committing AND holding THEN
+                        PERFORM pg_advisory_unlock(lock_key);
+                    END IF;
+                    RAISE;
+            END;
+            BEGIN
+                PERFORM pg_sleep(least(0.1 * attempt, 2));
+            EXCEPTION WHEN query_canceled THEN
+                IF committing AND holding THEN
+                    PERFORM pg_advisory_unlock(lock_key);
+                END IF;
+                RAISE;
+            END;
+        END LOOP;
+        batches_run := batches_run + 1;
+
+        SELECT * INTO st FROM objectid_internal.rekey_state s WHERE s.relid = tbl;
+        IF n > 0 THEN
+            rate := st.run_keys_done / greatest(extract(epoch FROM clock_timestamp() - st.run_started_at), 0.001);
+            RAISE NOTICE '%', format('rekey of %s: %s/%s keys (%s%%), %s keys/s, about %s left', tbl, st.keys_done,
+                st.keys_total, round(100.0 * st.keys_done / greatest(st.keys_total, 1), 1), round(rate::numeric),
+                make_interval(secs => round(((st.keys_total - st.keys_done) / greatest(rate, 0.001))::numeric)));
+        END IF;
+        IF committing THEN
+            COMMIT;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        END IF;
+        EXIT WHEN st.finished_at IS NOT NULL;
+        IF n > 0 AND pause > interval '0' THEN
+            BEGIN
+                PERFORM pg_sleep(extract(epoch FROM pause));
+            EXCEPTION WHEN query_canceled THEN
+                IF committing AND holding THEN
+                    PERFORM pg_advisory_unlock(lock_key);
+                END IF;
+                RAISE;
+            END;
+        END IF;
+    END LOOP;
+
+    IF st.finished_at IS NOT NULL THEN
+        RAISE NOTICE 'rekey of % finished: % keys rekeyed in % batches; check it with SELECT * FROM %.rekey_verify(%)',
+            tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
+        IF refresh_materialized_views THEN
+            BEGIN
+                FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
+                    EXECUTE format('REFRESH MATERIALIZED VIEW %s', objectid_internal.rekey_name(r.matview::oid));
+                    RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
+                END LOOP;
+            EXCEPTION WHEN OTHERS OR query_canceled THEN
+                IF committing AND holding THEN
+                    PERFORM pg_advisory_unlock(lock_key);
+                END IF;
+                RAISE;
+            END;
+        END IF;
+    ELSE
+        RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
+            tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);
+    END IF;
+    UPDATE objectid_internal.rekey_state s SET runner_pid = NULL, runner_started = NULL
+     WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();
+    IF committing AND holding THEN
+        PERFORM pg_advisory_unlock(lock_key);
+    ELSIF NOT committing THEN
+        PERFORM set_config('lock_timeout', saved_timeout, true);
+    END IF;
+    PERFORM set_config('search_path', saved_path, true);
+END
+$body$;

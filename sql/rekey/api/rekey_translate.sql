@@ -1,0 +1,38 @@
+-- The new key of an old key of tbl, from its mapping table; a key that was never rekeyed (or is
+-- already new) comes back unchanged, so that callers holding keys of either kind can always call
+-- it, for the whole migration: WHERE id = rekey_translate('orders', $1). Before a rekey starts
+-- every key maps to itself; after rekey_forget the mapping table made for tbl (found by its
+-- comment) still answers while it exists. The caller needs SELECT on the mapping table, which is
+-- read with the caller's rights, so only after the checks rekey_batch makes of it
+-- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy,
+-- index expression or default of its own that the read would run).
+CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
+    RETURNS uuid
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+DECLARE
+    mapping oid;
+    translated uuid;
+BEGIN
+    SELECT s.mapping_table INTO mapping FROM objectid_internal.rekey_state s WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
+    IF FOUND THEN
+        -- rekey_state_of's checks: the record is of this table, its mapping table qualifies.
+        PERFORM objectid_internal.rekey_state_of(tbl);
+    ELSE
+        SELECT d.objoid INTO mapping
+          FROM pg_description d
+         WHERE d.classoid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid AND d.objsubid OPERATOR(pg_catalog.=) 0
+           AND d.description OPERATOR(pg_catalog.=) objectid_internal.rekey_mapping_comment(tbl)
+           AND objectid_internal.rekey_mapping_problem(tbl, d.objoid) IS NULL
+         ORDER BY d.objoid LIMIT 1;
+        IF mapping IS NULL THEN
+            -- No rekey started, nor a mapping table left by one: every key is its own.
+            RETURN old_key;
+        END IF;
+    END IF;
+    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', objectid_internal.rekey_name(mapping))
+       INTO translated USING old_key;
+    RETURN coalesce(translated, old_key);
+END
+$body$;

@@ -1,0 +1,32 @@
+-- The key: a primary key of exactly one uuid column, or a clear error.
+CREATE FUNCTION objectid_internal.rekey_key_column(tbl regclass)
+    RETURNS name
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+DECLARE
+    key_columns name[];
+    key_type regtype;
+BEGIN
+    SELECT array_agg(a.attname ORDER BY k.n), min(a.atttypid)::regtype
+      INTO key_columns, key_type
+      FROM pg_constraint c
+      CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, n)
+      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+     WHERE c.conrelid = tbl AND c.contype = 'p';
+    IF key_columns IS NULL THEN
+        RAISE EXCEPTION 'table % has no primary key', tbl
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'The rekey toolkit moves a primary key of one uuid column and the columns that reference it.';
+    ELSIF cardinality(key_columns) > 1 THEN
+        RAISE EXCEPTION 'the primary key of % has % columns (%), not one',
+                tbl, cardinality(key_columns), array_to_string(key_columns, ', ')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'The rekey toolkit moves a primary key of one uuid column and the columns that reference it.';
+    ELSIF key_type <> 'uuid'::regtype THEN
+        RAISE EXCEPTION 'the primary key column % of % is of type %, not uuid', key_columns[1], tbl, key_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    RETURN key_columns[1];
+END
+$body$;

@@ -1,0 +1,72 @@
+CREATE FUNCTION objectid_internal.rekey_statements(tbl regclass, time_column name, time_zone text,
+                                                   mapping_table text)
+    RETURNS objectid_internal.rekey_batch_statements
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+DECLARE
+    key name := objectid_internal.rekey_key_column(tbl);
+    time_expr text := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
+    updates text[] := '{}';
+    counts text[] := '{}';
+    r record;
+    i integer := 0;
+    result objectid_internal.rekey_batch_statements;
+BEGIN
+    IF time_expr IS NULL THEN
+        RAISE EXCEPTION 'column "%" of % is not a timestamptz, timestamp or date column', time_column, tbl
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth
+               FROM objectid_internal.rekey_columns(tbl) c
+              GROUP BY c.relid
+              ORDER BY min(c.depth), c.relid::text
+    LOOP
+        i := i + 1;
+        IF cardinality(r.names) = 1 THEN
+            updates := updates || format(
+                'u%s AS (UPDATE ONLY %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
+                ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
+                i, objectid_internal.rekey_name(r.relid::oid), r.names[1], r.names[1], r.names[1],
+                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
+        ELSE
+            -- One UPDATE per table, so that no row is changed twice by the statement (a
+            -- self-reference, or two columns referencing the key). Each column's new value comes
+            -- from the mapping table through its primary key (it holds the batch's rows since
+            -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
+            -- would read the whole batch for each row.
+            updates := updates || format(
+                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_name(r.relid::oid),
+                (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
+                                          ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
+                                          ' ELSE t.%1$I END', n, mapping_table), ', ')
+                   FROM unnest(r.names) n),
+                (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
+                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
+        END IF;
+        -- For the key's table, the rows whose key really became its new key: a BEFORE trigger
+        -- could have kept the old one.
+        counts := counts || CASE WHEN i = 1
+            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
+            ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
+    END LOOP;
+    result.window_query := format(
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
+        key, objectid_internal.rekey_name(tbl::oid));
+    result.lock_query := format(
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
+        ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
+        key, objectid_internal.rekey_name(tbl::oid), mapping_table);
+    result.map_query := format(
+        'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
+        ' FROM ONLY %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
+        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_name(tbl::oid));
+    result.rewrite_query := format(
+        'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
+        ' %s SELECT ARRAY[%s]',
+        mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '));
+    RETURN result;
+END
+$body$;

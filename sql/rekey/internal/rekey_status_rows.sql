@@ -1,0 +1,28 @@
+-- Progress of every rekey the caller may see, from any session: what rekey_run reports per batch.
+-- A function under the view so that the rows are read with the caller's privileges (and row-level
+-- security), not the view owner's: views run as their owner before PostgreSQL 15's
+-- security_invoker. Running means that a session that may rekey the table holds its rekey lock and
+-- is busy (rekey_runner); one that holds it idle (after a run that failed at a COMMIT) is not.
+CREATE FUNCTION objectid_internal.rekey_status_rows()
+    RETURNS TABLE (table_name regclass, key_column name, state text, pass integer, keys_done bigint,
+                   keys_total bigint, percent_done numeric, keys_per_second numeric, time_left interval,
+                   batches bigint, runs integer, started_at timestamptz, last_batch_at timestamptz,
+                   finished_at timestamptz, runner_pid integer, mapping_table regclass)
+    LANGUAGE sql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT s.relid::regclass, s.key_column,
+       CASE WHEN l.pid IS NOT NULL THEN 'running' WHEN s.finished_at IS NOT NULL THEN 'finished' ELSE 'stopped' END,
+       s.pass, s.keys_done, s.keys_total,
+       round(100.0 * s.keys_done / greatest(s.keys_total, 1), 1),
+       round(r.rate::numeric),
+       CASE WHEN l.pid IS NOT NULL AND r.rate > 0
+            THEN make_interval(secs => round(((s.keys_total - s.keys_done) / r.rate)::numeric)) END,
+       s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
+  FROM objectid_internal.rekey_state s
+  CROSS JOIN LATERAL (
+      SELECT CASE WHEN s.last_batch_at > s.run_started_at
+                  THEN s.run_keys_done / extract(epoch FROM s.last_batch_at - s.run_started_at) END AS rate) r
+  LEFT JOIN LATERAL (SELECT objectid_internal.rekey_runner(s.relid, true) AS pid) l ON true
+ ORDER BY s.relid::regclass::text
+$body$;
