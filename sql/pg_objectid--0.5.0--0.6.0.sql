@@ -138,6 +138,21 @@ SELECT format('%I.%I', n.nspname, c.relname)
  WHERE c.oid = relid
 $body$;
 
+-- How the statements here name a table they read or write: `ONLY schema.table` for a plain table,
+-- so that no inheritance child is touched, and `schema.table` for a partitioned table, whose rows
+-- are all in its partitions (an UPDATE routes each row to the partition that holds it). NULL when
+-- there is no such relation.
+CREATE FUNCTION objectid_internal.rekey_relation(relid oid)
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'p'::"char" THEN '' ELSE 'ONLY ' END
+       OPERATOR(pg_catalog.||) format('%I.%I', n.nspname, c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+ WHERE c.oid OPERATOR(pg_catalog.=) relid
+$body$;
+
 -- The session that runs the rekey of a table in this database, or NULL: the one its record names,
 -- or one that holds its rekey lock and may rekey it (a member of the owner's role: anyone can take
 -- an advisory lock, so a holder without that right neither counts as a runner nor stops one);
@@ -212,7 +227,9 @@ WITH RECURSIVE reach (relid, attnum, depth, path) AS (
     UNION ALL
     SELECT c.conrelid, c.conkey[i], r.depth + 1, r.path || (c.conrelid::text || ':' || c.conkey[i])
       FROM reach r
-      JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid
+      -- A partitioned table's foreign key only, not its partitions' clones of it: the rewrite
+      -- updates the partitioned table, which routes each row to its partition.
+      JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid AND c.conparentid = 0
       CROSS JOIN LATERAL generate_subscripts(c.confkey, 1) AS i
      WHERE c.confkey[i] = r.attnum
        AND NOT (c.conrelid::text || ':' || c.conkey[i]) = ANY (r.path)
@@ -222,6 +239,22 @@ SELECT r.relid::regclass, r.attnum, a.attname, a.atttypid::regtype, min(r.depth)
   JOIN pg_attribute a ON a.attrelid = r.relid AND a.attnum = r.attnum
  GROUP BY r.relid, r.attnum, a.attname, a.atttypid
  ORDER BY min(r.depth), r.relid::regclass::text, r.attnum
+$body$;
+
+-- Every table a rewrite of tbl's key touches: each table that changes (rekey_columns) and, for a
+-- partitioned one, every partition below it, where its rows are and whose own triggers, rules,
+-- constraints and owner matter as much as the root's. root is the table of rekey_columns.
+CREATE FUNCTION objectid_internal.rekey_tables(tbl regclass)
+    RETURNS TABLE (relid regclass, root regclass)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT DISTINCT x.relid, x.root
+  FROM (SELECT DISTINCT c.relid FROM objectid_internal.rekey_columns(tbl) c) r
+  CROSS JOIN LATERAL (SELECT r.relid AS relid, r.relid AS root
+                      UNION
+                      SELECT p.relid, r.relid FROM pg_partition_tree(r.relid) p) x
+ ORDER BY 2, 1
 $body$;
 
 -- Whether the toolkit may read a table that changes with tbl's key: one of tbl's owner (another
@@ -283,7 +316,7 @@ SELECT (SELECT min(p.depth) + 1 FROM cols p
              array_agg(x.atttype ORDER BY x.attnum) AS types,
              bool_and(objectid_internal.rekey_column_indexed(x.relid, x.attnum)) AS indexed
         FROM cols x WHERE x.relid = c.conrelid AND x.attnum = ANY (c.conkey)) rk
- WHERE c.contype = 'f'
+ WHERE c.contype = 'f' AND c.conparentid = 0
    AND EXISTS (SELECT FROM cols p WHERE p.relid = c.confrelid AND p.attnum = ANY (c.confkey))
  ORDER BY 1, c.conrelid::regclass::text, c.conname
 $body$;
@@ -373,10 +406,13 @@ BEGIN
                         AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL))
           OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0
                         AND (a.atthasdef OR a.attgenerated <> ''))
+          -- Extended statistics: the planner folds their expressions (14 and later) whenever it
+          -- plans a read of the table, which rekey_translate does as its caller.
+          OR EXISTS (SELECT FROM pg_statistic_ext x WHERE x.stxrelid = mapping)
           OR m.relrowsecurity THEN
         -- Code of its own (a trigger, rule, CHECK, index expression, default or policy) would run
         -- as whoever inserts into or reads the mapping table.
-        RETURN format('%s has a trigger, rule, constraint, index expression, default or row-level security of its own',
+        RETURN format('%s has a trigger, rule, constraint, index expression, statistics object, default or row-level security of its own',
                       objectid_internal.rekey_name(mapping));
     END IF;
     RETURN NULL;
@@ -475,9 +511,9 @@ BEGIN
         i := i + 1;
         IF cardinality(r.names) = 1 THEN
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
+                'u%s AS (UPDATE %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
                 ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
-                i, objectid_internal.rekey_name(r.relid::oid), r.names[1], r.names[1], r.names[1],
+                i, objectid_internal.rekey_relation(r.relid::oid), r.names[1], r.names[1], r.names[1],
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         ELSE
             -- One UPDATE per table, so that no row is changed twice by the statement (a
@@ -486,7 +522,7 @@ BEGIN
             -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
             -- would read the whole batch for each row.
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_name(r.relid::oid),
+                'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
                 (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
                                           ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
                                           ' ELSE t.%1$I END', n, mapping_table), ', ')
@@ -501,18 +537,18 @@ BEGIN
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
     result.window_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
-        key, objectid_internal.rekey_name(tbl::oid));
+        key, objectid_internal.rekey_relation(tbl::oid));
     result.lock_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
         ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
-        key, objectid_internal.rekey_name(tbl::oid), mapping_table);
+        key, objectid_internal.rekey_relation(tbl::oid), mapping_table);
     result.map_query := format(
         'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
-        ' FROM ONLY %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
-        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_name(tbl::oid));
+        ' FROM %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
+        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid));
     result.rewrite_query := format(
         'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
         ' %s SELECT ARRAY[%s]',
@@ -573,8 +609,14 @@ BEGIN
                                                  time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, a.attgenerated,
-                    EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits
+    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
+                    EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits,
+                    -- Whether rewriting the column can move a row to another partition: it is in
+                    -- the partition key, or may be (an expression) at some level below.
+                    EXISTS (SELECT FROM pg_partition_tree(c.relid) t
+                              JOIN pg_partitioned_table pt ON pt.partrelid = t.relid
+                              JOIN pg_attribute ta ON ta.attrelid = t.relid AND ta.attname = a.attname
+                             WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
                FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
@@ -584,11 +626,26 @@ BEGIN
             RETURN QUERY SELECT '42501'::text, format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
                                r.relid, r.relowner::regrole, owner::regrole, tbl);
         END IF;
-        IF r.relkind <> 'r' OR r.inherits THEN
-            RETURN QUERY SELECT '55000'::text, format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
-                               CASE WHEN r.relkind = 'p' THEN 'partitioned' WHEN r.relkind = 'f' THEN 'a foreign table'
-                                    WHEN r.inherits THEN 'part of an inheritance tree or a partition'
-                                    ELSE 'not a plain table' END);
+        IF r.relispartition THEN
+            RETURN QUERY SELECT '55000'::text, format('%s is a partition of %s: rekey the partitioned table, with all its partitions',
+                               r.relid, (SELECT i.inhparent::regclass FROM pg_inherits i WHERE i.inhrelid = r.relid));
+        ELSIF r.relkind = 'p' THEN
+            -- A partitioned table is rewritten through its root, which routes each row to its
+            -- partition. A row that moves to another partition is deleted from one and inserted
+            -- into the other: PostgreSQL 15 and later run the foreign keys' actions as for an
+            -- UPDATE of the root (ExecCrossPartitionUpdateForeignKey); 13 and 14 as a DELETE, which
+            -- would cascade to, or null, the rows that reference it.
+            IF r.moves_rows AND current_setting('server_version_num')::integer < 150000 THEN
+                RETURN QUERY SELECT '55000'::text, format('%s is partitioned by %I, which the rekey rewrites: rows would move between'
+                                   ' partitions, and PostgreSQL %s runs such a move''s foreign-key actions as a DELETE;'
+                                   ' rekey it on PostgreSQL 15 or later', r.relid, r.attname,
+                                   current_setting('server_version_num')::integer / 10000);
+            END IF;
+        ELSIF r.relkind <> 'r' OR r.inherits THEN
+            RETURN QUERY SELECT '55000'::text, format('%s is %s: only plain and partitioned tables can be rekeyed', r.relid,
+                               CASE WHEN r.relkind = 'f' THEN 'a foreign table'
+                                    WHEN r.inherits THEN 'part of an inheritance tree (not partitioning)'
+                                    ELSE 'not a table' END);
         END IF;
         IF r.atttype <> 'uuid'::regtype THEN
             RETURN QUERY SELECT '55000'::text, format('%s.%I references the key but is of type %s, not uuid', r.relid, r.attname, r.atttype);
@@ -622,7 +679,7 @@ BEGIN
     -- new values would have to exist there (the table's key itself referencing another table, say).
     FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
                FROM objectid_internal.rekey_columns(tbl) c
-               JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid
+               JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid AND k.conparentid = 0
                CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
               WHERE k.conkey[i] = c.attnum
                 AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) t
@@ -633,21 +690,39 @@ BEGIN
                            r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
-    FOR r IN SELECT DISTINCT c.relid, t.tgname
-               FROM objectid_internal.rekey_columns(tbl) c
-               JOIN pg_trigger t ON t.tgrelid = c.relid
-              WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND (t.tgtype & 16) <> 0
-                AND (cardinality(t.tgattr::int2[]) = 0
-                     OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
-                                 WHERE c2.relid = c.relid AND c2.attnum = ANY (t.tgattr::int2[])))
+    -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
+    FOR r IN SELECT x.relid, x.root, c.relowner
+               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
+              WHERE x.relid <> x.root AND c.relowner <> owner
+              ORDER BY 1
+    LOOP
+        RETURN QUERY SELECT '42501'::text, format('partition %s of %s is owned by %s, not by %s, the owner of %s: every table'
+                           ' that changes must be the same owner''s', r.relid, r.root, r.relowner::regrole, owner::regrole, tbl);
+    END LOOP;
+
+    -- User triggers that the rewrite fires, on every table it touches (partitions too): UPDATE
+    -- triggers on a rewritten column (matched by name: a partition's columns may be numbered
+    -- otherwise), and where rows can move between partitions, their DELETE and INSERT triggers.
+    FOR r IN SELECT DISTINCT x.relid, t.tgname
+               FROM objectid_internal.rekey_tables(tbl) x
+               JOIN pg_trigger t ON t.tgrelid = x.relid
+              WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
+                AND (((t.tgtype & 16) <> 0
+                      AND (cardinality(t.tgattr::int2[]) = 0
+                           OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
+                                        JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
+                                       WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))))
+                     OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
+                         AND EXISTS (SELECT FROM pg_partitioned_table pt WHERE pt.partrelid IN
+                                       (SELECT p.relid FROM pg_partition_tree(x.root) p))))
                 AND NOT fire_triggers
               ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('trigger %I on %s would fire on the rewrite of every row: disable it, or pass fire_triggers => true',
                            r.tgname, r.relid);
     END LOOP;
-    FOR r IN SELECT DISTINCT c.relid, w.rulename
-               FROM objectid_internal.rekey_columns(tbl) c JOIN pg_rewrite w ON w.ev_class = c.relid
+    FOR r IN SELECT DISTINCT x.relid, w.rulename
+               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_rewrite w ON w.ev_class = x.relid
               WHERE w.ev_type = '2' ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);
@@ -658,7 +733,8 @@ BEGIN
         -- Made by the caller, then given to the table's owner, who must be allowed to own it there
         -- (unless a superuser gives it).
         mapping_schema := coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1], current_schema());
-        IF to_regnamespace(mapping_schema) IS NULL THEN
+        -- to_regnamespace parses its argument as an identifier: quoted, so that "Sales" stays Sales.
+        IF to_regnamespace(quote_ident(mapping_schema)) IS NULL THEN
             RETURN QUERY SELECT '55000'::text, format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
         ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE')
               OR NOT (has_schema_privilege(owner, mapping_schema, 'CREATE')
@@ -761,8 +837,8 @@ BEGIN
         ' AND v IS DISTINCT FROM 4 AND v IS DISTINCT FROM 7) AS other, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS nulls,'
         ' pg_catalog.min(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS first,'
         ' pg_catalog.max(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS last'
-        ' FROM (SELECT t.%1$I AS k, objectid_internal.uuid_extract_version(t.%1$I) AS v FROM ONLY %2$s t) s',
-        key_column, objectid_internal.rekey_name(tbl::oid)));
+        ' FROM (SELECT t.%1$I AS k, objectid_internal.uuid_extract_version(t.%1$I) AS v FROM %2$s t) s',
+        key_column, objectid_internal.rekey_relation(tbl::oid)));
     total_rows := (counts ->> 'total')::bigint;
     v4_keys := (counts ->> 'v4')::bigint;
     v7_keys := (counts ->> 'v7')::bigint;
@@ -807,13 +883,13 @@ BEGIN
     -- fallback time.
     IF cardinality(time_columns) > 0 THEN
         counts := objectid_internal.rekey_read_as_owner(tbl::oid, format(
-            'SELECT ARRAY[%s]::pg_catalog.int8[] AS untimed FROM ONLY %s t',
+            'SELECT ARRAY[%s]::pg_catalog.int8[] AS untimed FROM %s t',
             (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s IS NULL)',
                                       objectid_internal.rekey_usable_time(
                                           objectid_internal.rekey_time_expression(tbl, n, current_setting('TimeZone')),
                                           'NULL')), ', ' ORDER BY o)
                FROM unnest(time_columns) WITH ORDINALITY u(n, o)),
-            objectid_internal.rekey_name(tbl::oid)));
+            objectid_internal.rekey_relation(tbl::oid)));
         untimed_rows := ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(counts -> 'untimed') WITH ORDINALITY x(e, o)
                                ORDER BY o);
     ELSE
@@ -855,7 +931,8 @@ CREATE FUNCTION @extschema@.rekey_references(tbl regclass)
 SELECT * FROM objectid_internal.rekey_references(tbl)
 $body$;
 
--- rekey_assess for every table of a schema whose primary key is one uuid column.
+-- rekey_assess for every table of a schema (partitioned ones as one, not their partitions) whose
+-- primary key is one uuid column and whose owner's privileges the caller has.
 CREATE FUNCTION @extschema@.rekey_assess_schema(schema_name regnamespace)
     RETURNS TABLE (table_name regclass, key_column name, total_rows bigint, v4_keys bigint,
                    v7_keys bigint, v1_keys bigint, other_keys bigint, null_keys bigint,
@@ -871,7 +948,7 @@ SELECT a.*
   JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype = 'p' AND cardinality(k.conkey) = 1
   JOIN pg_attribute ka ON ka.attrelid = c.oid AND ka.attnum = k.conkey[1] AND ka.atttypid = 'uuid'::regtype
   CROSS JOIN LATERAL objectid_internal.rekey_assess(c.oid::regclass) a
- WHERE c.relnamespace OPERATOR(pg_catalog.=) schema_name::oid AND c.relkind OPERATOR(pg_catalog.=) 'r'
+ WHERE c.relnamespace OPERATOR(pg_catalog.=) schema_name::oid AND c.relkind IN ('r', 'p') AND NOT c.relispartition
    AND pg_has_role(c.relowner, 'USAGE')
  ORDER BY c.relname
 $body$;
@@ -935,8 +1012,8 @@ BEGIN
             'SELECT pg_catalog.count(*) AS total,'
             ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4) AS v4,'
             ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 7) AS v7,'
-            ' %3$s AS untimed FROM ONLY %2$s t',
-            key, objectid_internal.rekey_name(tbl::oid),
+            ' %3$s AS untimed FROM %2$s t',
+            key, objectid_internal.rekey_relation(tbl::oid),
             CASE WHEN time_expr IS NULL THEN 'NULL::pg_catalog.int8'
                  ELSE format('pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4'
                              ' AND %s IS NULL)', key, objectid_internal.rekey_usable_time(time_expr, 'NULL')) END));
@@ -980,8 +1057,8 @@ BEGIN
         IF r.all_uuid AND as_owner THEN
             counts := objectid_internal.rekey_read_as_owner(r.relid::oid, format(
                 'SELECT pg_catalog.count(*) AS n, coalesce(pg_catalog.avg(pg_catalog.pg_column_size(t.*)), 0) AS bytes'
-                ' FROM ONLY %s t WHERE %s',
-                objectid_internal.rekey_name(r.relid::oid),
+                ' FROM %s t WHERE %s',
+                objectid_internal.rekey_relation(r.relid::oid),
                 (SELECT string_agg(format('objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4', n), ' OR ')
                    FROM unnest(r.names) n)));
             rows_touched := (counts ->> 'n')::bigint;
@@ -1210,9 +1287,9 @@ BEGIN
     END IF;
     IF st.relid IS NOT NULL THEN
         remaining := (objectid_internal.rekey_read_as_owner(tbl::oid, format(
-            'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+            'SELECT pg_catalog.count(*) AS n FROM %s t'
             ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
-            objectid_internal.rekey_name(tbl::oid), key)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
+            objectid_internal.rekey_relation(tbl::oid), key)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
         UPDATE objectid_internal.rekey_state s
            SET runs = s.runs + 1, run_started_at = clock_timestamp(), run_keys_done = 0,
                keys_total = s.keys_done + remaining,
@@ -1271,17 +1348,17 @@ CREATE FUNCTION objectid_internal.rekey_counts_query(tbl regclass, mapping_table
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
-SELECT format('SELECT (SELECT pg_catalog.count(*) FROM ONLY %s t'
+SELECT format('SELECT (SELECT pg_catalog.count(*) FROM %s t'
               ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4) AS "keys to do",'
               ' (SELECT pg_catalog.count(*) FROM %s) AS mapped%s%s',
-              objectid_internal.rekey_name(tbl::oid), objectid_internal.rekey_key_column(tbl), mapping_table,
-              (SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s) AS %I',
-                                        objectid_internal.rekey_name(x.relid), 'rows ' || x.relid), '' ORDER BY x.relid)
+              objectid_internal.rekey_relation(tbl::oid), objectid_internal.rekey_key_column(tbl), mapping_table,
+              (SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM %s) AS %I',
+                                        objectid_internal.rekey_relation(x.relid), 'rows ' || x.relid), '' ORDER BY x.relid)
                  FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c) x
                 WHERE objectid_internal.rekey_readable(tbl, x.relid)),
-              coalesce((SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s c JOIN ONLY %s p ON %s) AS %I',
-                                                 objectid_internal.rekey_name(r.referencing_table::oid),
-                                                 objectid_internal.rekey_name(r.referenced_table::oid),
+              coalesce((SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM %s c JOIN %s p ON %s) AS %I',
+                                                 objectid_internal.rekey_relation(r.referencing_table::oid),
+                                                 objectid_internal.rekey_relation(r.referenced_table::oid),
                                                  (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                                                     FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)),
                                                  'join ' || r.constraint_id), '' ORDER BY r.constraint_id)
@@ -1352,8 +1429,8 @@ BEGIN
       INTO deferrable_constraints
       FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
      WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c)
-            OR k.confrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c));
+       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x)
+            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x));
     IF deferrable_constraints IS NOT NULL THEN
         EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
     END IF;
@@ -1419,23 +1496,26 @@ CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NU
     LANGUAGE plpgsql
     AS $body$
 DECLARE
-    -- Nothing here but qualified calls: these run before the search_path is set below.
+    -- Nothing here but qualified names: a procedure cannot pin its search_path (it commits), so
+    -- these are compiled, and their initial values computed, under the caller's path. The types
+    -- too: text and float8 are names a schema on that path could give a domain of its own
+    -- (bigint, integer and boolean are keywords, always pg_catalog's).
     committing boolean := objectid_internal.rekey_can_commit();
     lock_key bigint;
-    lock_ms text;
-    saved_timeout text := pg_catalog.current_setting('lock_timeout');
+    lock_ms pg_catalog.text;
+    saved_timeout pg_catalog.text := pg_catalog.current_setting('lock_timeout');
     -- The caller's search_path: every transaction of the run uses only pg_catalog (below), so that
     -- no function or operator of a schema on the caller's path can stand in for a built-in.
-    saved_path text := pg_catalog.current_setting('search_path');
+    saved_path pg_catalog.text := pg_catalog.current_setting('search_path');
     holder integer;
     holding boolean;
     st objectid_internal.rekey_state;
     n bigint;
     attempt integer;
     batches_run bigint := 0;
-    rate float8;
-    failure text;
-    failure_state text;
+    rate pg_catalog.float8;
+    failure pg_catalog.text;
+    failure_state pg_catalog.text;
     r record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -1739,10 +1819,10 @@ BEGIN
     got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
         'SELECT pg_catalog.count(*) AS n, (SELECT pg_catalog.jsonb_agg(f ORDER BY f.key) FROM ('
         '     SELECT t2.%1$I AS key, EXISTS (SELECT FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t2.%1$I) AS mapped'
-        '       FROM ONLY %3$s t2 WHERE objectid_internal.uuid_extract_version(t2.%1$I) OPERATOR(pg_catalog.=) 4'
+        '       FROM %3$s t2 WHERE objectid_internal.uuid_extract_version(t2.%1$I) OPERATOR(pg_catalog.=) 4'
         '      ORDER BY 1 LIMIT 10) f) AS first'
-        ' FROM ONLY %3$s t WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4',
-        key, mapping, objectid_internal.rekey_name(tbl::oid)));
+        ' FROM %3$s t WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4',
+        key, mapping, objectid_internal.rekey_relation(tbl::oid)));
     n := (got ->> 'n')::bigint;
     check_name := format('version-4 keys in %s.%I', tbl, key);
     IF n = 0 THEN
@@ -1771,9 +1851,9 @@ BEGIN
             detail := format('not read: of type %s, or of another owner than %s''s', r.atttype, tbl);
         ELSE
             n := (objectid_internal.rekey_read_as_owner(r.relid::oid, format(
-                      'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+                      'SELECT pg_catalog.count(*) AS n FROM %s t'
                       ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
-                      objectid_internal.rekey_name(r.relid::oid), r.attname)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
+                      objectid_internal.rekey_relation(r.relid::oid), r.attname)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
             status := CASE WHEN n = 0 THEN 'ok' WHEN st.finished_at IS NULL THEN 'not finished' ELSE 'failed' END;
             detail := CASE WHEN n = 0 THEN 'none left' ELSE n || ' left, referencing version-4 keys' END;
         END IF;
@@ -1790,10 +1870,10 @@ BEGIN
             CONTINUE;
         END IF;
         n := (objectid_internal.rekey_read_as_owner(r.referencing_table::oid, format(
-                  'SELECT pg_catalog.count(*) AS n FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
-                  objectid_internal.rekey_name(r.referencing_table::oid),
+                  'SELECT pg_catalog.count(*) AS n FROM %s c WHERE %s AND NOT EXISTS (SELECT FROM %s p WHERE %s)',
+                  objectid_internal.rekey_relation(r.referencing_table::oid),
                   (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
-                  objectid_internal.rekey_name(r.referenced_table::oid),
+                  objectid_internal.rekey_relation(r.referenced_table::oid),
                   (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                      FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t))))
               OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
@@ -1836,10 +1916,10 @@ BEGIN
 
     got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
         'SELECT pg_catalog.count(*) AS mapped,'
-        ' pg_catalog.count(*) FILTER (WHERE EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.old_key)) AS reused,'
-        ' pg_catalog.count(*) FILTER (WHERE NOT EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.new_key))'
+        ' pg_catalog.count(*) FILTER (WHERE EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.old_key)) AS reused,'
+        ' pg_catalog.count(*) FILTER (WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.new_key))'
         ' AS deleted FROM %3$s m',
-        objectid_internal.rekey_name(tbl::oid), key, mapping));
+        objectid_internal.rekey_relation(tbl::oid), key, mapping));
     check_name := format('mapping %s', st.mapping_table::regclass);
     status := CASE WHEN (got ->> 'mapped')::bigint <> st.keys_done OR (got ->> 'reused')::bigint > 0 THEN 'failed'
                    WHEN (got ->> 'deleted')::bigint > 0 THEN 'changed' ELSE 'ok' END;
@@ -1856,9 +1936,9 @@ BEGIN
         got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
             'SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_timestamp(t.%1$I)'
             ' IS DISTINCT FROM pg_catalog.date_trunc(''milliseconds''::pg_catalog.text, %2$s)) AS m'
-            ' FROM ONLY %3$s t JOIN %4$s m ON m.new_key OPERATOR(pg_catalog.=) t.%1$I',
+            ' FROM %3$s t JOIN %4$s m ON m.new_key OPERATOR(pg_catalog.=) t.%1$I',
             key, objectid_internal.rekey_usable_time(time_expr, format('%L::pg_catalog.timestamptz', st.fallback_time)),
-            objectid_internal.rekey_name(tbl::oid), mapping));
+            objectid_internal.rekey_relation(tbl::oid), mapping));
         check_name := format('key times from %I', st.time_column);
         status := CASE WHEN (got ->> 'm')::bigint = 0 THEN 'ok' ELSE 'changed' END;
         detail := format('%s of %s rekeyed keys carry a time other than their row''s %s (to the millisecond)%s',

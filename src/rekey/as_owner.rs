@@ -68,6 +68,60 @@ fn temporary_objects() -> (pg_sys::Oid, i64) {
     .unwrap_or_else(|e| error!("cannot read the temporary schema: {e}"))
 }
 
+/// The session's advisory locks, each as `classid objid objsubid mode`, in order: the owner's code
+/// may take or release them (neither a setting nor an object), and a session-level lock outlives
+/// the operation.
+fn advisory_locks() -> Vec<String> {
+    Spi::get_one::<Vec<String>>(
+        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.concat_ws(' ', l.classid, l.objid, l.objsubid, l.mode)
+                                          ORDER BY l.classid, l.objid, l.objsubid, l.mode), '{}')
+           FROM pg_catalog.pg_locks l
+          WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'::pg_catalog.text
+            AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted",
+    )
+    .unwrap_or_else(|e| error!("cannot read the session's advisory locks: {e}"))
+    .unwrap_or_default()
+}
+
+/// Releases the session-level advisory locks in `taken` that the owner's code took (`classid objid
+/// objsubid mode`, from advisory_locks): they would outlive the error that refuses its operation.
+/// Transaction-level ones go with the transaction.
+fn release_advisory_locks(taken: &[&String]) {
+    for lock in taken {
+        let parts: Vec<&str> = lock.split(' ').collect();
+        let [classid, objid, objsubid, mode] = parts[..] else {
+            continue;
+        };
+        let shared = if mode == "ShareLock" { "_shared" } else { "" };
+        let key = if objsubid == "1" {
+            format!("(({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) {objid}::pg_catalog.int8)")
+        } else {
+            // Two int4 keys, shown as OIDs: the low 32 bits, sign-extended.
+            format!(
+                "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
+                 (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
+            )
+        };
+        // Held at session level as many times as it was taken; transaction-level holds make the
+        // function return false (with a warning that is not worth showing).
+        let sql = format!(
+            "SELECT pg_catalog.set_config('client_min_messages', 'error', true),
+                    pg_catalog.pg_advisory_unlock{shared}({key})"
+        );
+        for _ in 0..1000 {
+            match Spi::connect_mut(|client| {
+                client
+                    .update(sql.as_str(), None, &[])?
+                    .first()
+                    .get::<bool>(2)
+            }) {
+                Ok(Some(true)) => continue,
+                _ => break,
+            }
+        }
+    }
+}
+
 /// Runs `f` as the owner of `relid` inside a security-restricted operation (see the module's
 /// comment), after checking that the caller has that owner's privileges.
 ///
@@ -80,6 +134,7 @@ fn temporary_objects() -> (pg_sys::Oid, i64) {
 fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let owner = relation_owner(relid);
     let temporary_before = temporary_objects();
+    let locks_before = advisory_locks();
     let mut save_userid = pg_sys::InvalidOid;
     let mut save_sec_context: std::ffi::c_int = 0;
     // SAFETY: these read and set backend-local state, as the maintenance commands named above do;
@@ -103,6 +158,23 @@ fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
         let nest_level = pg_sys::NewGUCNestLevel();
         set_at_this_level("search_path", "pg_catalog, pg_temp");
         let result = f();
+        let locks_after = advisory_locks();
+        if locks_after != locks_before {
+            let taken: Vec<&String> = locks_after
+                .iter()
+                .filter(|l| !locks_before.contains(l))
+                .collect();
+            release_advisory_locks(&taken);
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "the code of the owner of relation {} took or released advisory locks of your session",
+                    relid.to_u32()
+                ),
+                "A session-level advisory lock outlives the operation; the toolkit's own locks say who rekeys a table."
+            );
+        }
         if temporary_objects() != temporary_before {
             ereport!(
                 ERROR,
@@ -165,6 +237,19 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
     })
 }
 
+/// The elements of an array a batch's statement returned, which are never NULL when the statements
+/// are rekey_statements'; an error, not a panic, when a caller's own statement returns one.
+fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
+    array
+        .into_iter()
+        .map(|e| {
+            e.unwrap_or_else(|| {
+                error!("the {statement} query of a rekey batch returned a NULL element")
+            })
+        })
+        .collect()
+}
+
 /// One batch's reads and writes on the tables of the set, as their owner in a security-restricted
 /// operation: the window of keys after `after` (at most `batch_size`), the lock of its version-4
 /// keys, their mapping (with `fallback_time` and the batch number), and the rewrite of the key and
@@ -199,7 +284,7 @@ fn rekey_batch_as_owner(
         // SAFETY: sets a setting at the operation's own nest level.
         unsafe { set_at_this_level("enable_seqscan", "off") };
         Spi::connect_mut(|client| {
-            let window: Option<Vec<Uuid>> = client
+            let window: Option<Vec<Option<Uuid>>> = client
                 .update(
                     window_query,
                     None,
@@ -210,14 +295,16 @@ fn rekey_batch_as_owner(
             let Some(window) = window.filter(|w| !w.is_empty()) else {
                 return (None, None, None);
             };
+            let window = no_nulls(window, "window");
             let window_end = window[window.len() - 1];
-            let keys: Option<Vec<Uuid>> = client
+            let keys: Option<Vec<Option<Uuid>>> = client
                 .update(lock_query, None, &[DatumWithOid::from(window)])
                 .and_then(|t| t.first().get_one())
                 .unwrap_or_else(|e| error!("{e}"));
             let Some(keys) = keys.filter(|k| !k.is_empty()) else {
                 return (Some(window_end), None, None);
             };
+            let keys = no_nulls(keys, "lock");
             client
                 .update(
                     map_query,
@@ -229,11 +316,15 @@ fn rekey_batch_as_owner(
                     ],
                 )
                 .unwrap_or_else(|e| error!("{e}"));
-            let changed: Option<Vec<i64>> = client
+            let changed: Option<Vec<Option<i64>>> = client
                 .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
                 .and_then(|t| t.first().get_one())
                 .unwrap_or_else(|e| error!("{e}"));
-            (Some(window_end), Some(keys), changed)
+            (
+                Some(window_end),
+                Some(keys),
+                changed.map(|c| no_nulls(c, "rewrite")),
+            )
         })
     });
     TableIterator::once(row)

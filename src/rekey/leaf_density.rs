@@ -32,11 +32,25 @@ fn pgstatindex() -> Option<pg_sys::Oid> {
 }
 
 /// The average leaf density of a btree index in percent, as pgstattuple's `pgstatindex` reports
-/// it, with the caller's privileges (it needs `pg_stat_scan_tables`); NULL when pgstattuple is not
-/// installed.
+/// it, with the caller's privileges (EXECUTE on it: by default superusers and
+/// `pg_stat_scan_tables`); NULL when pgstattuple is not installed.
 #[pg_extern(sql = false)]
 fn rekey_leaf_density(index: pg_sys::Oid) -> Option<f64> {
     let function = pgstatindex()?;
+    // Called by OID, the function skips fmgr's EXECUTE check, which is all that guards
+    // pgstattuple 1.5's pgstatindex (REVOKE ... FROM PUBLIC): make it here.
+    let allowed = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.has_function_privilege($1, 'EXECUTE'::pg_catalog.text)",
+        &[function.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot check the privilege on pgstatindex: {e}"));
+    if allowed != Some(true) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "permission denied for function pgstatindex"
+        );
+    }
     // SAFETY: pgstatindex(regclass) takes one regclass (an OID) and returns a composite datum,
     // which from_composite_datum reads by its type's descriptor.
     let tuple = unsafe {

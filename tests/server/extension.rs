@@ -106,6 +106,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
     ),
     ("objectid_internal.rekey_readable", "s", true, "s", false),
     ("objectid_internal.rekey_references", "s", true, "s", false),
+    ("objectid_internal.rekey_relation", "s", true, "s", false),
     ("objectid_internal.rekey_runner", "s", true, "r", false),
     ("objectid_internal.rekey_start", "v", false, "u", false),
     (
@@ -124,6 +125,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "r",
         false,
     ),
+    ("objectid_internal.rekey_tables", "s", true, "s", false),
     (
         "objectid_internal.rekey_time_columns",
         "s",

@@ -1832,3 +1832,149 @@ fn materialized_views_untimed_rows_and_translate_around_the_rekey() {
         some_key
     );
 }
+
+/// Partitioned tables are rewritten through their root: a child partitioned by time, whose
+/// partitions hold the references; a key table partitioned by the key itself, whose rows move
+/// between partitions as their keys change (on 15 and later; refused on 13 and 14, which run a
+/// moved row's foreign-key actions as a DELETE), with a child whose ON DELETE CASCADE must not
+/// fire. A partition of another owner, a trigger on one partition, and a partition named instead
+/// of its root are refused before anything changes.
+#[test]
+fn partitioned_tables_are_rekeyed_through_their_root() {
+    let mut c = fresh_db("t_rekey_partitions");
+    let version = server_version(&mut c);
+    c.batch_execute(
+        "CREATE TABLE acc (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL);
+         CREATE TABLE ev (acc_id uuid NOT NULL REFERENCES acc, at timestamptz NOT NULL, n int)
+             PARTITION BY RANGE (at);
+         CREATE TABLE ev_1 PARTITION OF ev FOR VALUES FROM ('2020-01-01') TO ('2024-03-01');
+         CREATE TABLE ev_2 PARTITION OF ev FOR VALUES FROM ('2024-03-01') TO ('2030-01-01')
+             PARTITION BY LIST (n);
+         CREATE TABLE ev_2a PARTITION OF ev_2 FOR VALUES IN (1);
+         CREATE TABLE ev_2b PARTITION OF ev_2 DEFAULT;
+         CREATE INDEX ON ev (acc_id);
+         INSERT INTO acc SELECT gen_random_uuid(), '2024-01-01'::timestamptz + i * interval '1 hour'
+           FROM generate_series(1, 3000) i;
+         INSERT INTO ev SELECT id, at, 1 FROM acc;
+         INSERT INTO ev SELECT id, at + interval '1 day', 2 FROM acc;
+
+         CREATE TABLE hk (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL) PARTITION BY HASH (id);
+         CREATE TABLE hk_0 PARTITION OF hk FOR VALUES WITH (MODULUS 3, REMAINDER 0);
+         CREATE TABLE hk_1 PARTITION OF hk FOR VALUES WITH (MODULUS 3, REMAINDER 1);
+         CREATE TABLE hk_2 PARTITION OF hk FOR VALUES WITH (MODULUS 3, REMAINDER 2);
+         CREATE TABLE hkc (hk_id uuid REFERENCES hk ON DELETE CASCADE ON UPDATE NO ACTION, x int);
+         CREATE INDEX ON hkc (hk_id);
+         INSERT INTO hk SELECT gen_random_uuid(), '2024-01-01'::timestamptz + i * interval '1 minute'
+           FROM generate_series(1, 2000) i;
+         INSERT INTO hkc SELECT id, 1 FROM hk;
+         ANALYZE",
+    )
+    .unwrap();
+
+    // Refusals first, each before anything changes.
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rekey_part_other; CREATE ROLE rekey_part_other;
+         ALTER TABLE ev_2b OWNER TO rekey_part_other",
+    )
+    .unwrap();
+    let (got, message) = error_of(&mut c, "CALL rekey_run('acc', 'at')");
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    assert!(
+        message.contains("partition public.ev_2b of public.ev is owned by rekey_part_other"),
+        "{message}"
+    );
+    c.batch_execute(
+        "ALTER TABLE ev_2b OWNER TO postgres;
+         CREATE FUNCTION bump() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN NEW.n := NEW.n + 1; RETURN NEW; END';
+         CREATE TRIGGER bump BEFORE UPDATE ON ev_2a FOR EACH ROW EXECUTE FUNCTION bump()",
+    )
+    .unwrap();
+    let (got, message) = error_of(&mut c, "CALL rekey_run('acc', 'at')");
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert!(
+        message.contains("trigger bump on public.ev_2a"),
+        "{message}"
+    );
+    c.batch_execute("DROP TRIGGER bump ON ev_2a").unwrap();
+    let (got, message) = error_of(&mut c, "CALL rekey_run('hk_0', 'at')");
+    assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert!(
+        message.contains("public.hk_0 is a partition of public.hk: rekey the partitioned table"),
+        "{message}"
+    );
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(*) FROM objectid_internal.rekey_state"),
+        0
+    );
+
+    // A partitioned child follows its parent's keys, in every partition.
+    c.batch_execute("CALL rekey_run('acc', 'at', batch_size => 500)")
+        .unwrap();
+    assert_verified(&mut c, "acc");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM ev e JOIN acc a ON a.id = e.acc_id
+              WHERE public.uuid_extract_version(a.id) = 7
+                AND public.uuid_extract_timestamp(a.id) = date_trunc('milliseconds', a.at)"
+        ),
+        6000
+    );
+    // The references are in all three leaf partitions.
+    assert_eq!(
+        one_i64(&mut c, "SELECT count(DISTINCT tableoid) FROM ev"),
+        3
+    );
+
+    // A key table partitioned by its key: rows move between partitions.
+    if version < 150000 {
+        let (got, message) = error_of(&mut c, "CALL rekey_run('hk', 'at')");
+        assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+        assert!(
+            message.contains("rekey it on PostgreSQL 15 or later"),
+            "{message}"
+        );
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM hk WHERE public.uuid_extract_version(id) = 4"
+            ),
+            2000
+        );
+        return;
+    }
+    let before: Vec<(String, i64)> = c
+        .query(
+            "SELECT tableoid::regclass::text, count(*) FROM hk GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    c.batch_execute("CALL rekey_run('hk', 'at', batch_size => 300)")
+        .unwrap();
+    assert_verified(&mut c, "hk");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM hkc c JOIN hk h ON h.id = c.hk_id
+              WHERE public.uuid_extract_version(h.id) = 7"
+        ),
+        2000,
+        "every child follows, none deleted"
+    );
+    // Each row is in the partition its new key hashes to (the partitions' constraints hold), and
+    // some moved.
+    let after: Vec<(String, i64)> = c
+        .query(
+            "SELECT tableoid::regclass::text, count(*) FROM hk GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(after.iter().map(|r| r.1).sum::<i64>(), 2000);
+    assert_ne!(before, after);
+}

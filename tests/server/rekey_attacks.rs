@@ -725,3 +725,145 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
 fn quote_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
+
+/// What the first adversarial review of 0.6.0 found, each now refused: a statistics object on a
+/// mapping table (its expression is folded when rekey_translate plans its read, as the caller); a
+/// domain named text on the caller's path (rekey_run, a procedure, compiles its variables' types
+/// there); a session-level advisory lock taken by the owner's code (it outlives the operation and
+/// would pose as a run of another table's rekey); pgstattuple's pgstatindex called through the
+/// toolkit without EXECUTE on it; and a schema whose name needs quoting.
+#[test]
+fn review_1_findings_stay_closed() {
+    let mut admin = fresh_db("t_rekey_review_1");
+    let version = server_version(&mut admin);
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_review_owner') THEN
+                     EXECUTE 'ALTER ROLE rekey_review_owner NOSUPERUSER';
+                 ELSE
+                     CREATE ROLE rekey_review_owner LOGIN;
+                 END IF;
+                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_review_nobody') THEN
+                     CREATE ROLE rekey_review_nobody LOGIN;
+                 END IF;
+             END $$;
+             CREATE SCHEMA m AUTHORIZATION rekey_review_owner;
+             CREATE TABLE public.orders (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO public.orders SELECT gen_random_uuid(), now() FROM generate_series(1, 20);",
+        )
+        .unwrap();
+    let mut owner = connect_as("t_rekey_review_1", "rekey_review_owner");
+    owner
+        .batch_execute(
+            "GRANT USAGE ON SCHEMA m TO PUBLIC;
+             CREATE SEQUENCE m.ran_as_someone_else; GRANT USAGE ON SEQUENCE m.ran_as_someone_else TO PUBLIC;
+             CREATE FUNCTION m.evil_v() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+             BEGIN
+               IF current_user <> 'rekey_review_owner' THEN PERFORM nextval('m.ran_as_someone_else'); END IF;
+               IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                 EXECUTE 'ALTER ROLE rekey_review_owner SUPERUSER';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE FUNCTION m.evil(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS
+                 'BEGIN RETURN m.evil_v(); END';
+             CREATE DOMAIN m.text AS pg_catalog.text CHECK (m.evil_v());
+             CREATE DOMAIN m.float8 AS pg_catalog.float8 CHECK (m.evil_v());
+             CREATE TABLE m.q (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz);
+             CREATE TABLE m.q_fake (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL);
+             DO $$ BEGIN
+                 EXECUTE format('COMMENT ON TABLE m.q_fake IS %L', objectid_internal.rekey_mapping_comment('m.q'));
+             END $$;
+             CREATE FUNCTION m.grab() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_review_owner' THEN
+                 PERFORM pg_advisory_lock((1919249273::bigint << 32) | 'public.orders'::regclass::oid::bigint);
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.p (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.grab()));
+             INSERT INTO m.p (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.p ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    if version >= 140000 {
+        owner
+            .batch_execute(
+                "CREATE STATISTICS m.q_fake_stats ON ((old_key IS NULL) AND m.evil(1)) FROM m.q_fake",
+            )
+            .unwrap();
+        // The planted mapping table is not taken for one: translation changes nothing.
+        let key = "5f838efb-8a34-430b-a07d-b3a7611f031a";
+        assert_eq!(
+            one_string(
+                &mut admin,
+                &format!("SELECT rekey_translate('m.q', '{key}')::text")
+            ),
+            key
+        );
+    }
+    admin
+        .batch_execute("SET search_path = m, pg_catalog, public")
+        .unwrap();
+    admin
+        .batch_execute("CALL public.rekey_run('public.orders', 'at')")
+        .unwrap();
+    admin.batch_execute("RESET search_path").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.orders WHERE public.uuid_extract_version(id) = 7"
+        ),
+        20
+    );
+    let message = expect_error(
+        &mut admin,
+        "CALL rekey_run('m.p', 'at')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("advisory locks"), "{message}");
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        ),
+        0
+    );
+    assert_eq!(counted(&mut admin, "m.ran_as_someone_else"), 0);
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_review_owner'"
+    ));
+
+    // pgstattuple is not on PostgreSQL 13's server here (no contrib).
+    if one_bool(
+        &mut admin,
+        "SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pgstattuple')",
+    ) {
+        admin.batch_execute("CREATE EXTENSION pgstattuple").unwrap();
+        let mut nobody = connect_as("t_rekey_review_1", "rekey_review_nobody");
+        expect_error(
+            &mut nobody,
+            "SELECT objectid_internal.rekey_leaf_density('public.orders_pkey'::regclass::oid)",
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+    }
+
+    // A schema whose name needs quoting.
+    admin
+        .batch_execute(
+            "CREATE SCHEMA \"Sales\";
+             CREATE TABLE \"Sales\".t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz);
+             INSERT INTO \"Sales\".t SELECT gen_random_uuid(), now() FROM generate_series(1, 3)",
+        )
+        .unwrap();
+    admin
+        .batch_execute("CALL rekey_run('\"Sales\".t', 'at')")
+        .unwrap();
+    assert_eq!(
+        one_i64(&mut admin, "SELECT count(*) FROM \"Sales\".t_rekey_map"),
+        3
+    );
+}

@@ -57,8 +57,8 @@ BEGIN
             'SELECT pg_catalog.count(*) AS total,'
             ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4) AS v4,'
             ' pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 7) AS v7,'
-            ' %3$s AS untimed FROM ONLY %2$s t',
-            key, objectid_internal.rekey_name(tbl::oid),
+            ' %3$s AS untimed FROM %2$s t',
+            key, objectid_internal.rekey_relation(tbl::oid),
             CASE WHEN time_expr IS NULL THEN 'NULL::pg_catalog.int8'
                  ELSE format('pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4'
                              ' AND %s IS NULL)', key, objectid_internal.rekey_usable_time(time_expr, 'NULL')) END));
@@ -102,8 +102,8 @@ BEGIN
         IF r.all_uuid AND as_owner THEN
             counts := objectid_internal.rekey_read_as_owner(r.relid::oid, format(
                 'SELECT pg_catalog.count(*) AS n, coalesce(pg_catalog.avg(pg_catalog.pg_column_size(t.*)), 0) AS bytes'
-                ' FROM ONLY %s t WHERE %s',
-                objectid_internal.rekey_name(r.relid::oid),
+                ' FROM %s t WHERE %s',
+                objectid_internal.rekey_relation(r.relid::oid),
                 (SELECT string_agg(format('objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4', n), ' OR ')
                    FROM unnest(r.names) n)));
             rows_touched := (counts ->> 'n')::bigint;

@@ -19,23 +19,26 @@ CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NU
     LANGUAGE plpgsql
     AS $body$
 DECLARE
-    -- Nothing here but qualified calls: these run before the search_path is set below.
+    -- Nothing here but qualified names: a procedure cannot pin its search_path (it commits), so
+    -- these are compiled, and their initial values computed, under the caller's path. The types
+    -- too: text and float8 are names a schema on that path could give a domain of its own
+    -- (bigint, integer and boolean are keywords, always pg_catalog's).
     committing boolean := objectid_internal.rekey_can_commit();
     lock_key bigint;
-    lock_ms text;
-    saved_timeout text := pg_catalog.current_setting('lock_timeout');
+    lock_ms pg_catalog.text;
+    saved_timeout pg_catalog.text := pg_catalog.current_setting('lock_timeout');
     -- The caller's search_path: every transaction of the run uses only pg_catalog (below), so that
     -- no function or operator of a schema on the caller's path can stand in for a built-in.
-    saved_path text := pg_catalog.current_setting('search_path');
+    saved_path pg_catalog.text := pg_catalog.current_setting('search_path');
     holder integer;
     holding boolean;
     st objectid_internal.rekey_state;
     n bigint;
     attempt integer;
     batches_run bigint := 0;
-    rate float8;
-    failure text;
-    failure_state text;
+    rate pg_catalog.float8;
+    failure pg_catalog.text;
+    failure_state pg_catalog.text;
     r record;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);

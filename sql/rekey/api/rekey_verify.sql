@@ -40,10 +40,10 @@ BEGIN
     got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
         'SELECT pg_catalog.count(*) AS n, (SELECT pg_catalog.jsonb_agg(f ORDER BY f.key) FROM ('
         '     SELECT t2.%1$I AS key, EXISTS (SELECT FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t2.%1$I) AS mapped'
-        '       FROM ONLY %3$s t2 WHERE objectid_internal.uuid_extract_version(t2.%1$I) OPERATOR(pg_catalog.=) 4'
+        '       FROM %3$s t2 WHERE objectid_internal.uuid_extract_version(t2.%1$I) OPERATOR(pg_catalog.=) 4'
         '      ORDER BY 1 LIMIT 10) f) AS first'
-        ' FROM ONLY %3$s t WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4',
-        key, mapping, objectid_internal.rekey_name(tbl::oid)));
+        ' FROM %3$s t WHERE objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4',
+        key, mapping, objectid_internal.rekey_relation(tbl::oid)));
     n := (got ->> 'n')::bigint;
     check_name := format('version-4 keys in %s.%I', tbl, key);
     IF n = 0 THEN
@@ -72,9 +72,9 @@ BEGIN
             detail := format('not read: of type %s, or of another owner than %s''s', r.atttype, tbl);
         ELSE
             n := (objectid_internal.rekey_read_as_owner(r.relid::oid, format(
-                      'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+                      'SELECT pg_catalog.count(*) AS n FROM %s t'
                       ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
-                      objectid_internal.rekey_name(r.relid::oid), r.attname)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
+                      objectid_internal.rekey_relation(r.relid::oid), r.attname)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
             status := CASE WHEN n = 0 THEN 'ok' WHEN st.finished_at IS NULL THEN 'not finished' ELSE 'failed' END;
             detail := CASE WHEN n = 0 THEN 'none left' ELSE n || ' left, referencing version-4 keys' END;
         END IF;
@@ -91,10 +91,10 @@ BEGIN
             CONTINUE;
         END IF;
         n := (objectid_internal.rekey_read_as_owner(r.referencing_table::oid, format(
-                  'SELECT pg_catalog.count(*) AS n FROM ONLY %s c WHERE %s AND NOT EXISTS (SELECT FROM ONLY %s p WHERE %s)',
-                  objectid_internal.rekey_name(r.referencing_table::oid),
+                  'SELECT pg_catalog.count(*) AS n FROM %s c WHERE %s AND NOT EXISTS (SELECT FROM %s p WHERE %s)',
+                  objectid_internal.rekey_relation(r.referencing_table::oid),
                   (SELECT string_agg(format('c.%I IS NOT NULL', f), ' AND ') FROM unnest(r.referencing_columns) f),
-                  objectid_internal.rekey_name(r.referenced_table::oid),
+                  objectid_internal.rekey_relation(r.referenced_table::oid),
                   (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                      FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t))))
               OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
@@ -137,10 +137,10 @@ BEGIN
 
     got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
         'SELECT pg_catalog.count(*) AS mapped,'
-        ' pg_catalog.count(*) FILTER (WHERE EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.old_key)) AS reused,'
-        ' pg_catalog.count(*) FILTER (WHERE NOT EXISTS (SELECT FROM ONLY %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.new_key))'
+        ' pg_catalog.count(*) FILTER (WHERE EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.old_key)) AS reused,'
+        ' pg_catalog.count(*) FILTER (WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) m.new_key))'
         ' AS deleted FROM %3$s m',
-        objectid_internal.rekey_name(tbl::oid), key, mapping));
+        objectid_internal.rekey_relation(tbl::oid), key, mapping));
     check_name := format('mapping %s', st.mapping_table::regclass);
     status := CASE WHEN (got ->> 'mapped')::bigint <> st.keys_done OR (got ->> 'reused')::bigint > 0 THEN 'failed'
                    WHEN (got ->> 'deleted')::bigint > 0 THEN 'changed' ELSE 'ok' END;
@@ -157,9 +157,9 @@ BEGIN
         got := objectid_internal.rekey_read_as_owner(tbl::oid, format(
             'SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE objectid_internal.uuid_extract_timestamp(t.%1$I)'
             ' IS DISTINCT FROM pg_catalog.date_trunc(''milliseconds''::pg_catalog.text, %2$s)) AS m'
-            ' FROM ONLY %3$s t JOIN %4$s m ON m.new_key OPERATOR(pg_catalog.=) t.%1$I',
+            ' FROM %3$s t JOIN %4$s m ON m.new_key OPERATOR(pg_catalog.=) t.%1$I',
             key, objectid_internal.rekey_usable_time(time_expr, format('%L::pg_catalog.timestamptz', st.fallback_time)),
-            objectid_internal.rekey_name(tbl::oid), mapping));
+            objectid_internal.rekey_relation(tbl::oid), mapping));
         check_name := format('key times from %I', st.time_column);
         status := CASE WHEN (got ->> 'm')::bigint = 0 THEN 'ok' ELSE 'changed' END;
         detail := format('%s of %s rekeyed keys carry a time other than their row''s %s (to the millisecond)%s',

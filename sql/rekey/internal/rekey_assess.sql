@@ -30,8 +30,8 @@ BEGIN
         ' AND v IS DISTINCT FROM 4 AND v IS DISTINCT FROM 7) AS other, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS nulls,'
         ' pg_catalog.min(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS first,'
         ' pg_catalog.max(objectid_internal.uuid_extract_timestamp(k)) FILTER (WHERE v OPERATOR(pg_catalog.=) 7) AS last'
-        ' FROM (SELECT t.%1$I AS k, objectid_internal.uuid_extract_version(t.%1$I) AS v FROM ONLY %2$s t) s',
-        key_column, objectid_internal.rekey_name(tbl::oid)));
+        ' FROM (SELECT t.%1$I AS k, objectid_internal.uuid_extract_version(t.%1$I) AS v FROM %2$s t) s',
+        key_column, objectid_internal.rekey_relation(tbl::oid)));
     total_rows := (counts ->> 'total')::bigint;
     v4_keys := (counts ->> 'v4')::bigint;
     v7_keys := (counts ->> 'v7')::bigint;
@@ -76,13 +76,13 @@ BEGIN
     -- fallback time.
     IF cardinality(time_columns) > 0 THEN
         counts := objectid_internal.rekey_read_as_owner(tbl::oid, format(
-            'SELECT ARRAY[%s]::pg_catalog.int8[] AS untimed FROM ONLY %s t',
+            'SELECT ARRAY[%s]::pg_catalog.int8[] AS untimed FROM %s t',
             (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s IS NULL)',
                                       objectid_internal.rekey_usable_time(
                                           objectid_internal.rekey_time_expression(tbl, n, current_setting('TimeZone')),
                                           'NULL')), ', ' ORDER BY o)
                FROM unnest(time_columns) WITH ORDINALITY u(n, o)),
-            objectid_internal.rekey_name(tbl::oid)));
+            objectid_internal.rekey_relation(tbl::oid)));
         untimed_rows := ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(counts -> 'untimed') WITH ORDINALITY x(e, o)
                                ORDER BY o);
     ELSE

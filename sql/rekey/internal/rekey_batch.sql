@@ -60,8 +60,8 @@ BEGIN
       INTO deferrable_constraints
       FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
      WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c)
-            OR k.confrelid IN (SELECT c.relid::oid FROM objectid_internal.rekey_columns(tbl) c));
+       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x)
+            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x));
     IF deferrable_constraints IS NOT NULL THEN
         EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
     END IF;

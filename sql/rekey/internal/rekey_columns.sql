@@ -13,7 +13,9 @@ WITH RECURSIVE reach (relid, attnum, depth, path) AS (
     UNION ALL
     SELECT c.conrelid, c.conkey[i], r.depth + 1, r.path || (c.conrelid::text || ':' || c.conkey[i])
       FROM reach r
-      JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid
+      -- A partitioned table's foreign key only, not its partitions' clones of it: the rewrite
+      -- updates the partitioned table, which routes each row to its partition.
+      JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid AND c.conparentid = 0
       CROSS JOIN LATERAL generate_subscripts(c.confkey, 1) AS i
      WHERE c.confkey[i] = r.attnum
        AND NOT (c.conrelid::text || ':' || c.conkey[i]) = ANY (r.path)

@@ -8,17 +8,17 @@ CREATE FUNCTION objectid_internal.rekey_counts_query(tbl regclass, mapping_table
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
-SELECT format('SELECT (SELECT pg_catalog.count(*) FROM ONLY %s t'
+SELECT format('SELECT (SELECT pg_catalog.count(*) FROM %s t'
               ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4) AS "keys to do",'
               ' (SELECT pg_catalog.count(*) FROM %s) AS mapped%s%s',
-              objectid_internal.rekey_name(tbl::oid), objectid_internal.rekey_key_column(tbl), mapping_table,
-              (SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s) AS %I',
-                                        objectid_internal.rekey_name(x.relid), 'rows ' || x.relid), '' ORDER BY x.relid)
+              objectid_internal.rekey_relation(tbl::oid), objectid_internal.rekey_key_column(tbl), mapping_table,
+              (SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM %s) AS %I',
+                                        objectid_internal.rekey_relation(x.relid), 'rows ' || x.relid), '' ORDER BY x.relid)
                  FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c) x
                 WHERE objectid_internal.rekey_readable(tbl, x.relid)),
-              coalesce((SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM ONLY %s c JOIN ONLY %s p ON %s) AS %I',
-                                                 objectid_internal.rekey_name(r.referencing_table::oid),
-                                                 objectid_internal.rekey_name(r.referenced_table::oid),
+              coalesce((SELECT string_agg(format(', (SELECT pg_catalog.count(*) FROM %s c JOIN %s p ON %s) AS %I',
+                                                 objectid_internal.rekey_relation(r.referencing_table::oid),
+                                                 objectid_internal.rekey_relation(r.referenced_table::oid),
                                                  (SELECT string_agg(format('c.%I OPERATOR(pg_catalog.=) p.%I', f, t), ' AND ')
                                                     FROM unnest(r.referencing_columns, r.referenced_columns) u(f, t)),
                                                  'join ' || r.constraint_id), '' ORDER BY r.constraint_id)

@@ -34,8 +34,14 @@ BEGIN
                                                  time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, a.attgenerated,
-                    EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits
+    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
+                    EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits,
+                    -- Whether rewriting the column can move a row to another partition: it is in
+                    -- the partition key, or may be (an expression) at some level below.
+                    EXISTS (SELECT FROM pg_partition_tree(c.relid) t
+                              JOIN pg_partitioned_table pt ON pt.partrelid = t.relid
+                              JOIN pg_attribute ta ON ta.attrelid = t.relid AND ta.attname = a.attname
+                             WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
                FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
@@ -45,11 +51,26 @@ BEGIN
             RETURN QUERY SELECT '42501'::text, format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
                                r.relid, r.relowner::regrole, owner::regrole, tbl);
         END IF;
-        IF r.relkind <> 'r' OR r.inherits THEN
-            RETURN QUERY SELECT '55000'::text, format('%s is %s: only plain tables without inheritance can be rekeyed', r.relid,
-                               CASE WHEN r.relkind = 'p' THEN 'partitioned' WHEN r.relkind = 'f' THEN 'a foreign table'
-                                    WHEN r.inherits THEN 'part of an inheritance tree or a partition'
-                                    ELSE 'not a plain table' END);
+        IF r.relispartition THEN
+            RETURN QUERY SELECT '55000'::text, format('%s is a partition of %s: rekey the partitioned table, with all its partitions',
+                               r.relid, (SELECT i.inhparent::regclass FROM pg_inherits i WHERE i.inhrelid = r.relid));
+        ELSIF r.relkind = 'p' THEN
+            -- A partitioned table is rewritten through its root, which routes each row to its
+            -- partition. A row that moves to another partition is deleted from one and inserted
+            -- into the other: PostgreSQL 15 and later run the foreign keys' actions as for an
+            -- UPDATE of the root (ExecCrossPartitionUpdateForeignKey); 13 and 14 as a DELETE, which
+            -- would cascade to, or null, the rows that reference it.
+            IF r.moves_rows AND current_setting('server_version_num')::integer < 150000 THEN
+                RETURN QUERY SELECT '55000'::text, format('%s is partitioned by %I, which the rekey rewrites: rows would move between'
+                                   ' partitions, and PostgreSQL %s runs such a move''s foreign-key actions as a DELETE;'
+                                   ' rekey it on PostgreSQL 15 or later', r.relid, r.attname,
+                                   current_setting('server_version_num')::integer / 10000);
+            END IF;
+        ELSIF r.relkind <> 'r' OR r.inherits THEN
+            RETURN QUERY SELECT '55000'::text, format('%s is %s: only plain and partitioned tables can be rekeyed', r.relid,
+                               CASE WHEN r.relkind = 'f' THEN 'a foreign table'
+                                    WHEN r.inherits THEN 'part of an inheritance tree (not partitioning)'
+                                    ELSE 'not a table' END);
         END IF;
         IF r.atttype <> 'uuid'::regtype THEN
             RETURN QUERY SELECT '55000'::text, format('%s.%I references the key but is of type %s, not uuid', r.relid, r.attname, r.atttype);
@@ -83,7 +104,7 @@ BEGIN
     -- new values would have to exist there (the table's key itself referencing another table, say).
     FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
                FROM objectid_internal.rekey_columns(tbl) c
-               JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid
+               JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid AND k.conparentid = 0
                CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
               WHERE k.conkey[i] = c.attnum
                 AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) t
@@ -94,21 +115,39 @@ BEGIN
                            r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
-    FOR r IN SELECT DISTINCT c.relid, t.tgname
-               FROM objectid_internal.rekey_columns(tbl) c
-               JOIN pg_trigger t ON t.tgrelid = c.relid
-              WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND (t.tgtype & 16) <> 0
-                AND (cardinality(t.tgattr::int2[]) = 0
-                     OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
-                                 WHERE c2.relid = c.relid AND c2.attnum = ANY (t.tgattr::int2[])))
+    -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
+    FOR r IN SELECT x.relid, x.root, c.relowner
+               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
+              WHERE x.relid <> x.root AND c.relowner <> owner
+              ORDER BY 1
+    LOOP
+        RETURN QUERY SELECT '42501'::text, format('partition %s of %s is owned by %s, not by %s, the owner of %s: every table'
+                           ' that changes must be the same owner''s', r.relid, r.root, r.relowner::regrole, owner::regrole, tbl);
+    END LOOP;
+
+    -- User triggers that the rewrite fires, on every table it touches (partitions too): UPDATE
+    -- triggers on a rewritten column (matched by name: a partition's columns may be numbered
+    -- otherwise), and where rows can move between partitions, their DELETE and INSERT triggers.
+    FOR r IN SELECT DISTINCT x.relid, t.tgname
+               FROM objectid_internal.rekey_tables(tbl) x
+               JOIN pg_trigger t ON t.tgrelid = x.relid
+              WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
+                AND (((t.tgtype & 16) <> 0
+                      AND (cardinality(t.tgattr::int2[]) = 0
+                           OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
+                                        JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
+                                       WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))))
+                     OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
+                         AND EXISTS (SELECT FROM pg_partitioned_table pt WHERE pt.partrelid IN
+                                       (SELECT p.relid FROM pg_partition_tree(x.root) p))))
                 AND NOT fire_triggers
               ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('trigger %I on %s would fire on the rewrite of every row: disable it, or pass fire_triggers => true',
                            r.tgname, r.relid);
     END LOOP;
-    FOR r IN SELECT DISTINCT c.relid, w.rulename
-               FROM objectid_internal.rekey_columns(tbl) c JOIN pg_rewrite w ON w.ev_class = c.relid
+    FOR r IN SELECT DISTINCT x.relid, w.rulename
+               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_rewrite w ON w.ev_class = x.relid
               WHERE w.ev_type = '2' ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);
@@ -119,7 +158,8 @@ BEGIN
         -- Made by the caller, then given to the table's owner, who must be allowed to own it there
         -- (unless a superuser gives it).
         mapping_schema := coalesce((parse_ident(mapping))[cardinality(parse_ident(mapping)) - 1], current_schema());
-        IF to_regnamespace(mapping_schema) IS NULL THEN
+        -- to_regnamespace parses its argument as an identifier: quoted, so that "Sales" stays Sales.
+        IF to_regnamespace(quote_ident(mapping_schema)) IS NULL THEN
             RETURN QUERY SELECT '55000'::text, format('schema %s of the mapping table %s does not exist', mapping_schema, mapping);
         ELSIF NOT has_schema_privilege(mapping_schema, 'CREATE')
               OR NOT (has_schema_privilege(owner, mapping_schema, 'CREATE')

@@ -31,7 +31,7 @@ SELECT (SELECT min(p.depth) + 1 FROM cols p
              array_agg(x.atttype ORDER BY x.attnum) AS types,
              bool_and(objectid_internal.rekey_column_indexed(x.relid, x.attnum)) AS indexed
         FROM cols x WHERE x.relid = c.conrelid AND x.attnum = ANY (c.conkey)) rk
- WHERE c.contype = 'f'
+ WHERE c.contype = 'f' AND c.conparentid = 0
    AND EXISTS (SELECT FROM cols p WHERE p.relid = c.confrelid AND p.attnum = ANY (c.confkey))
  ORDER BY 1, c.conrelid::regclass::text, c.conname
 $body$;

@@ -69,9 +69,9 @@ BEGIN
     END IF;
     IF st.relid IS NOT NULL THEN
         remaining := (objectid_internal.rekey_read_as_owner(tbl::oid, format(
-            'SELECT pg_catalog.count(*) AS n FROM ONLY %s t'
+            'SELECT pg_catalog.count(*) AS n FROM %s t'
             ' WHERE objectid_internal.uuid_extract_version(t.%I) OPERATOR(pg_catalog.=) 4',
-            objectid_internal.rekey_name(tbl::oid), key)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
+            objectid_internal.rekey_relation(tbl::oid), key)) OPERATOR(pg_catalog.->>) 'n'::text)::bigint;
         UPDATE objectid_internal.rekey_state s
            SET runs = s.runs + 1, run_started_at = clock_timestamp(), run_keys_done = 0,
                keys_total = s.keys_done + remaining,

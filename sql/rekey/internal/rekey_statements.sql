@@ -25,9 +25,9 @@ BEGIN
         i := i + 1;
         IF cardinality(r.names) = 1 THEN
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
+                'u%s AS (UPDATE %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
                 ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
-                i, objectid_internal.rekey_name(r.relid::oid), r.names[1], r.names[1], r.names[1],
+                i, objectid_internal.rekey_relation(r.relid::oid), r.names[1], r.names[1], r.names[1],
                 CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
         ELSE
             -- One UPDATE per table, so that no row is changed twice by the statement (a
@@ -36,7 +36,7 @@ BEGIN
             -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
             -- would read the whole batch for each row.
             updates := updates || format(
-                'u%s AS (UPDATE ONLY %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_name(r.relid::oid),
+                'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
                 (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
                                           ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
                                           ' ELSE t.%1$I END', n, mapping_table), ', ')
@@ -51,18 +51,18 @@ BEGIN
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
     result.window_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
-        key, objectid_internal.rekey_name(tbl::oid));
+        key, objectid_internal.rekey_relation(tbl::oid));
     result.lock_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM ONLY %2$s t'
+        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
         ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
-        key, objectid_internal.rekey_name(tbl::oid), mapping_table);
+        key, objectid_internal.rekey_relation(tbl::oid), mapping_table);
     result.map_query := format(
         'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
-        ' FROM ONLY %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
-        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_name(tbl::oid));
+        ' FROM %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
+        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid));
     result.rewrite_query := format(
         'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
         ' %s SELECT ARRAY[%s]',
