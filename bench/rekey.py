@@ -1,8 +1,14 @@
 """The rekey benchmark (scripts/bench_rekey.sh runs it): a parent of 2 million rows with UUIDv4
-keys and a child of 6 million rows referencing it, rekeyed to UUIDv7 twice from the same copy:
+keys and the rows that reference it, in one of several schema shapes, rekeyed to UUIDv7 from the
+same copy, side by side in one run:
 
   toolkit  SELECT rekey_switch_default(...); CALL rekey_run(...), one transaction per batch;
-  naive    one UPDATE parent SET id = uuidv7_at(created_at), the foreign key ON UPDATE CASCADE.
+  naive    one UPDATE parent SET id = uuidv7_at(created_at), every foreign key ON UPDATE CASCADE.
+
+The shapes (--shapes): one_column, a child of three rows per parent (the default); self_reference,
+the parent referencing another parent row; two_foreign_keys, a child with two foreign keys to the
+parent; composite_child, a child whose primary key is (parent_id, line); partitioned_child, the
+child partitioned by time into four partitions. The toolkit runs at each --batch-size given.
 
 For each: keys and rows rewritten per second, WAL bytes per rewritten row, the key index's and the
 child's foreign-key index's leaf density before, after, and after REINDEX CONCURRENTLY, and the
@@ -40,8 +46,9 @@ class Probe(threading.Thread):
     """Updates a random parent and child row in turn, each in its own transaction, and keeps the
     slowest statement: the longest a write of the application waits for the rekey's locks."""
 
-    def __init__(self, dsn, db, parents):
+    def __init__(self, dsn, db, parents, with_child=True):
         super().__init__(daemon=True)
+        self.with_child = with_child
         self.c = connect(dsn, db)
         self.c.execute("SET lock_timeout = 0")
         self.parents = parents
@@ -53,8 +60,10 @@ class Probe(threading.Thread):
         rng = random.Random(7)
         while not self.stop.is_set():
             n = rng.randint(1, self.parents)
-            for sql in ("UPDATE parent SET touched = touched + 1 WHERE n = %s",
-                        "UPDATE child SET touched = touched + 1 WHERE n = %s"):
+            statements = ["UPDATE parent SET touched = touched + 1 WHERE n = %s"]
+            if self.with_child:
+                statements.append("UPDATE child SET touched = touched + 1 WHERE n = %s")
+            for sql in statements:
                 started = time.monotonic()
                 self.c.execute(sql, (n if "parent" in sql else 3 * n,))
                 self.worst = max(self.worst, time.monotonic() - started)
@@ -62,7 +71,100 @@ class Probe(threading.Thread):
             time.sleep(0.005)
 
 
-def build(c, parents):
+# Per shape: the child tables' DDL and rows (none for self_reference), and the foreign keys,
+# written once for the toolkit (no action) and once, with ON UPDATE CASCADE, for the naive update.
+SHAPES = {
+    "one_column": {
+        "child": """
+            CREATE TABLE child (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                parent_id uuid NOT NULL,
+                n integer NOT NULL,
+                touched integer NOT NULL DEFAULT 0,
+                pad text NOT NULL);
+            INSERT INTO child (parent_id, n, pad)
+                SELECT p.id, 3 * p.n + j, repeat('c', 20) FROM parent p, generate_series(0, 2) j
+                ORDER BY random();
+            CREATE INDEX child_parent_id ON child (parent_id);
+            CREATE UNIQUE INDEX child_n ON child (n);""",
+        "foreign_keys": ["ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent {action}"],
+        "rows_per_parent": 4,
+        "child_index": "child_parent_id",
+    },
+    "self_reference": {
+        "child": """
+            ALTER TABLE parent ADD COLUMN referred_by uuid;
+            UPDATE parent p SET referred_by = r.id FROM parent r WHERE p.n > 1 AND r.n = p.n / 2;
+            CREATE INDEX parent_referred_by ON parent (referred_by);""",
+        "foreign_keys": ["ALTER TABLE parent ADD FOREIGN KEY (referred_by) REFERENCES parent {action}"],
+        "rows_per_parent": 1,
+        "child_index": "parent_referred_by",
+    },
+    "two_foreign_keys": {
+        "child": """
+            CREATE TABLE child (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                from_id uuid NOT NULL,
+                to_id uuid NOT NULL,
+                n integer NOT NULL,
+                touched integer NOT NULL DEFAULT 0,
+                pad text NOT NULL);
+            INSERT INTO child (from_id, to_id, n, pad)
+                SELECT p.id, q.id, 3 * p.n + j, repeat('c', 20)
+                  FROM parent p, generate_series(0, 2) j,
+                       LATERAL (SELECT id FROM parent q WHERE q.n = (p.n * 7 + j) % {parents} + 1) q
+                ORDER BY random();
+            CREATE INDEX child_from_id ON child (from_id);
+            CREATE INDEX child_to_id ON child (to_id);
+            CREATE UNIQUE INDEX child_n ON child (n);""",
+        "foreign_keys": ["ALTER TABLE child ADD FOREIGN KEY (from_id) REFERENCES parent {action}",
+                         "ALTER TABLE child ADD FOREIGN KEY (to_id) REFERENCES parent {action}"],
+        "rows_per_parent": 4,
+        "child_index": "child_from_id",
+    },
+    "composite_child": {
+        "child": """
+            CREATE TABLE child (
+                parent_id uuid NOT NULL,
+                line integer NOT NULL,
+                n integer NOT NULL,
+                touched integer NOT NULL DEFAULT 0,
+                pad text NOT NULL,
+                PRIMARY KEY (parent_id, line));
+            INSERT INTO child (parent_id, line, n, pad)
+                SELECT p.id, j, 3 * p.n + j, repeat('c', 20) FROM parent p, generate_series(0, 2) j
+                ORDER BY random();
+            CREATE UNIQUE INDEX child_n ON child (n);""",
+        "foreign_keys": ["ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent {action}"],
+        "rows_per_parent": 4,
+        "child_index": "child_pkey",
+    },
+    "partitioned_child": {
+        "child": """
+            CREATE TABLE child (
+                parent_id uuid NOT NULL,
+                at timestamptz NOT NULL,
+                n integer NOT NULL,
+                touched integer NOT NULL DEFAULT 0,
+                pad text NOT NULL) PARTITION BY RANGE (at);
+            CREATE TABLE child_1 PARTITION OF child FOR VALUES FROM (MINVALUE) TO ('2022-06-01 00:00:00+00');
+            CREATE TABLE child_2 PARTITION OF child FOR VALUES FROM ('2022-06-01 00:00:00+00') TO ('2022-10-01 00:00:00+00');
+            CREATE TABLE child_3 PARTITION OF child FOR VALUES FROM ('2022-10-01 00:00:00+00') TO ('2023-02-01 00:00:00+00');
+            CREATE TABLE child_4 PARTITION OF child FOR VALUES FROM ('2023-02-01 00:00:00+00') TO (MAXVALUE);
+            INSERT INTO child (parent_id, at, n, pad)
+                SELECT p.id, p.created_at + j * interval '1 day', 3 * p.n + j, repeat('c', 20)
+                  FROM parent p, generate_series(0, 2) j
+                ORDER BY random();
+            CREATE INDEX child_parent_id ON child (parent_id);
+            CREATE INDEX child_n ON child (n);""",
+        "foreign_keys": ["ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent {action}"],
+        "rows_per_parent": 4,
+        "child_index": None,
+    },
+}
+
+
+def build(c, parents, shape):
     c.execute(f"""
         CREATE EXTENSION IF NOT EXISTS pg_objectid;
         CREATE EXTENSION IF NOT EXISTS pgstattuple;
@@ -76,31 +178,27 @@ def build(c, parents):
             SELECT i, '2022-01-01 00:00:00+00'::timestamptz + i * interval '15 s', repeat('p', 40)
             FROM generate_series(1, {parents}) i;
         CREATE UNIQUE INDEX parent_n ON parent (n);
-        CREATE TABLE child (
-            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            parent_id uuid NOT NULL,
-            n integer NOT NULL,
-            touched integer NOT NULL DEFAULT 0,
-            pad text NOT NULL);
-        INSERT INTO child (parent_id, n, pad)
-            SELECT p.id, 3 * p.n + j, repeat('c', 20) FROM parent p, generate_series(0, 2) j
-            ORDER BY random();
-        CREATE INDEX child_parent_id ON child (parent_id);
-        CREATE UNIQUE INDEX child_n ON child (n);
     """)
+    c.execute(SHAPES[shape]["child"].replace("{parents}", str(parents)))
     c.execute("VACUUM ANALYZE")
 
 
-def measure(dsn, db, method, parents, batch_size):
+def densities(c, shape):
+    result = {"parent_pkey": density(c, "parent_pkey"), "parent_pkey_bytes": size(c, "parent_pkey")}
+    index = SHAPES[shape]["child_index"]
+    if index:
+        result.update({index: density(c, index), f"{index}_bytes": size(c, index)})
+    return result
+
+
+def measure(dsn, db, method, parents, batch_size, shape):
     c = connect(dsn, db)
-    if method == "naive":
-        c.execute("ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent ON UPDATE CASCADE")
-    else:
-        c.execute("ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent")
+    action = "ON UPDATE CASCADE" if method == "naive" else ""
+    for fk in SHAPES[shape]["foreign_keys"]:
+        c.execute(fk.format(action=action))
     c.execute("CHECKPOINT")
-    result = {"before": {"parent_pkey": density(c, "parent_pkey"), "child_parent_id": density(c, "child_parent_id"),
-                         "parent_pkey_bytes": size(c, "parent_pkey"), "child_parent_id_bytes": size(c, "child_parent_id")}}
-    probe = Probe(dsn, db, parents)
+    result = {"before": densities(c, shape)}
+    probe = Probe(dsn, db, parents, shape != "self_reference")
     wal0 = one(c, "SELECT pg_current_wal_lsn()")
     started = time.monotonic()
     probe.start()
@@ -115,20 +213,18 @@ def measure(dsn, db, method, parents, batch_size):
     probe.join()
     wal = int(one(c, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", wal0))
     assert one(c, "SELECT count(*) FROM parent WHERE uuid_extract_version(id) <> 7") == 0
-    assert one(c, "SELECT count(*) FROM child c LEFT JOIN parent p ON p.id = c.parent_id WHERE p.id IS NULL") == 0
-    rows = parents * 4
+    rows = parents * SHAPES[shape]["rows_per_parent"]
     result.update(
         seconds=seconds, keys_per_second=parents / seconds, rows_per_second=rows / seconds,
-        wal_bytes=wal, wal_bytes_per_row=wal / rows, longest_probe_wait_s=probe.worst, probe_statements=probe.count)
-    result["after"] = {"parent_pkey": density(c, "parent_pkey"), "child_parent_id": density(c, "child_parent_id"),
-                       "parent_pkey_bytes": size(c, "parent_pkey"), "child_parent_id_bytes": size(c, "child_parent_id")}
-    c.execute("REINDEX INDEX CONCURRENTLY parent_pkey")
-    c.execute("REINDEX INDEX CONCURRENTLY child_parent_id")
-    result["reindexed"] = {"parent_pkey": density(c, "parent_pkey"), "child_parent_id": density(c, "child_parent_id"),
-                           "parent_pkey_bytes": size(c, "parent_pkey"),
-                           "child_parent_id_bytes": size(c, "child_parent_id")}
+        wal_bytes=wal, wal_bytes_per_row=wal / rows, longest_probe_wait_s=probe.worst, probe_statements=probe.count,
+        seconds_per_1000_keys=1000 * seconds / parents)
+    result["after"] = densities(c, shape)
+    if shape == "one_column":
+        c.execute("REINDEX INDEX CONCURRENTLY parent_pkey")
+        c.execute("REINDEX INDEX CONCURRENTLY child_parent_id")
+        result["reindexed"] = densities(c, shape)
     if method == "toolkit":
-        result["batches"] = one(c, "SELECT batches FROM rekey_state")
+        result["batches"] = one(c, "SELECT batches FROM objectid_internal.rekey_state")
     return result
 
 
@@ -136,35 +232,51 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dsn", required=True)
     p.add_argument("--parents", type=int, default=2_000_000)
-    p.add_argument("--batch-size", type=int, default=10_000)
+    p.add_argument("--batch-size", default="10000",
+                   help="the toolkit's batch sizes, comma-separated; the first is compared with the naive update")
+    p.add_argument("--shapes", default="one_column", help=f"comma-separated, of {', '.join(SHAPES)}")
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--json", required=True)
     a = p.parse_args()
+    batch_sizes = [int(b) for b in a.batch_size.split(",")]
+    shapes = a.shapes.split(",")
+    for shape in shapes:
+        if shape not in SHAPES:
+            raise SystemExit(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
 
     admin = connect(a.dsn, "postgres")
-    admin.execute("DROP DATABASE IF EXISTS rekey_src")
-    admin.execute("CREATE DATABASE rekey_src")
-    print(f"loading {a.parents} parents and {3 * a.parents} children", flush=True)
-    with connect(a.dsn, "rekey_src") as c:
-        build(c, a.parents)
-    runs = {"toolkit": [], "naive": []}
-    for rep in range(a.reps):
-        for method in ("toolkit", "naive"):
-            admin.execute(f"DROP DATABASE IF EXISTS rekey_{method}")
-            admin.execute(f"CREATE DATABASE rekey_{method} TEMPLATE rekey_src")
-            r = measure(a.dsn, f"rekey_{method}", method, a.parents, a.batch_size)
-            admin.execute(f"DROP DATABASE rekey_{method}")
-            print(f"{method:8} rep {rep + 1}: {r['seconds']:7.1f} s, {r['keys_per_second']:8.0f} keys/s, "
-                  f"{r['rows_per_second']:8.0f} rows/s, {r['wal_bytes_per_row']:6.0f} WAL bytes/row, "
-                  f"longest probe wait {r['longest_probe_wait_s']:.2f} s", flush=True)
-            runs[method].append(r)
-    summary = {m: {k: statistics.median(r[k] for r in rs)
-                   for k in ("seconds", "keys_per_second", "rows_per_second", "wal_bytes_per_row",
-                             "longest_probe_wait_s")} for m, rs in runs.items()}
-    summary["throughput_ratio"] = summary["toolkit"]["rows_per_second"] / summary["naive"]["rows_per_second"]
-    json.dump({"parents": a.parents, "children": 3 * a.parents, "batch_size": a.batch_size,
-               "runs": runs, "summary": summary}, open(a.json, "w"), indent=1)
-    print(json.dumps(summary, indent=1))
+    report = {"parents": a.parents, "batch_sizes": batch_sizes, "shapes": {}}
+    for shape in shapes:
+        admin.execute("DROP DATABASE IF EXISTS rekey_src")
+        admin.execute("CREATE DATABASE rekey_src")
+        print(f"{shape}: loading {a.parents} parents", flush=True)
+        with connect(a.dsn, "rekey_src") as c:
+            build(c, a.parents, shape)
+        methods = [(f"toolkit_{b}", "toolkit", b) for b in batch_sizes] + [("naive", "naive", None)]
+        runs = {name: [] for name, _, _ in methods}
+        for rep in range(a.reps):
+            for name, method, batch in methods:
+                admin.execute("DROP DATABASE IF EXISTS rekey_run_copy")
+                admin.execute("CREATE DATABASE rekey_run_copy TEMPLATE rekey_src")
+                r = measure(a.dsn, "rekey_run_copy", method, a.parents, batch, shape)
+                admin.execute("DROP DATABASE rekey_run_copy")
+                print(f"{shape:18} {name:14} rep {rep + 1}: {r['seconds']:7.1f} s, {r['keys_per_second']:8.0f} keys/s, "
+                      f"{r['rows_per_second']:8.0f} rows/s, {r['wal_bytes_per_row']:6.0f} WAL bytes/row, "
+                      f"longest probe wait {r['longest_probe_wait_s']:.2f} s", flush=True)
+                runs[name].append(r)
+        summary = {m: {k: statistics.median(r[k] for r in rs)
+                       for k in ("seconds", "keys_per_second", "rows_per_second", "wal_bytes_per_row",
+                                 "longest_probe_wait_s", "seconds_per_1000_keys")}
+                   for m, rs in runs.items()}
+        if len(runs["naive"]) > 1:
+            for m, rs in runs.items():
+                summary[m]["keys_per_second_range"] = [min(r["keys_per_second"] for r in rs),
+                                                       max(r["keys_per_second"] for r in rs)]
+        summary["throughput_ratio"] = (summary[f"toolkit_{batch_sizes[0]}"]["keys_per_second"]
+                                       / summary["naive"]["keys_per_second"])
+        report["shapes"][shape] = {"runs": runs, "summary": summary}
+        print(json.dumps(summary, indent=1), flush=True)
+    json.dump(report, open(a.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
 # The rekey benchmark (a command, not a test): the toolkit's CALL rekey_run against one naive
-# UPDATE with ON UPDATE CASCADE, on a parent of 2 million rows and a child of 6 million, from the
-# same copy (bench/rekey.py says what is measured). Writes docs/bench-rekey.json and prints the
-# medians; docs/migration.md reports them.
+# UPDATE with ON UPDATE CASCADE, on a parent of 2 million rows and the rows referencing it, in
+# each schema shape asked for, from the same copy (bench/rekey.py says what is measured). Writes
+# docs/bench-rekey.json (or --json) and prints the medians; docs/migration.md reports them.
 #
-#   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N] [--pg VERSION]
+#   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N[,N...]] [--shapes S[,S...]] [--pg VERSION]
 #
 #   --scale N       multiplies the row counts (default 1)
 #   --reps N        runs of each method; medians are reported (default 1)
-#   --batch-size N  the toolkit's batch size (default 10000)
+#   --batch-size N  the toolkit's batch sizes, the first compared with the naive update (default 10000)
+#   --shapes S      one_column, self_reference, two_foreign_keys, composite_child, partitioned_child,
+#                   or all (default one_column)
+#   --json FILE     where the results go (default docs/bench-rekey.json)
 #   --pg VERSION    the server, 14-18 (default 17; pgstattuple is needed)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-scale=1 reps=1 batch=10000 pg=17
+scale=1 reps=1 batch=10000 pg=17 shapes=one_column json="$ROOT/docs/bench-rekey.json"
 while [ $# -gt 0 ]; do
     case $1 in
         --scale) scale=$2 ;;
         --reps) reps=$2 ;;
         --batch-size) batch=$2 ;;
+        --shapes) shapes=$2 ;;
+        --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
 done
+[ "$shapes" = all ] && shapes=one_column,self_reference,two_foreign_keys,composite_child,partitioned_child
 case $pg in 14 | 15 | 16 | 17 | 18) ;; *) die "--pg must be 14-18" ;; esac
 
 started=$(date +%s)
@@ -60,8 +66,8 @@ cluster_start "$cfg" "$dir" "$port" "shared_buffers = '1GB'" "max_wal_size = '4G
     "max_parallel_maintenance_workers = 0"
 
 PYTHONPATH="$pydeps" python3 "$ROOT/bench/rekey.py" --dsn "host=$dir port=$port user=postgres" \
-    --parents "$parents" --batch-size "$batch" --reps "$reps" --json "$ROOT/docs/bench-rekey.json" &
+    --parents "$parents" --batch-size "$batch" --shapes "$shapes" --reps "$reps" --json "$json" &
 child=$!
 wait "$child"
 child=""
-log "rekey benchmark finished in $(($(date +%s) - started)) s: docs/bench-rekey.json"
+log "rekey benchmark finished in $(($(date +%s) - started)) s: $json"

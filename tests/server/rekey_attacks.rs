@@ -228,6 +228,22 @@ fn hostile_tables(db: &str, code: &str) -> Client {
     admin
 }
 
+/// A login role for an attack, made or, if an earlier run left it, stripped of superuser again:
+/// each attack starts from a role that has nothing.
+fn hostile_role(admin: &mut Client, name: &str) {
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN
+                     EXECUTE 'ALTER ROLE {name} NOSUPERUSER';
+                 ELSE
+                     CREATE ROLE {name} LOGIN;
+                 END IF;
+             END $$"
+        ))
+        .unwrap();
+}
+
 fn connect_as(db: &str, role: &str) -> Client {
     Client::connect(
         &format!("{} dbname={db} user={role}", dsn()),
@@ -440,17 +456,9 @@ fn owner_code_of_every_kind_runs_only_as_its_owner() {
 #[test]
 fn repro_1_a_check_constraint_resets_the_role() {
     let mut admin = fresh_db("t_rekey_repro_1");
+    hostile_role(&mut admin, "rekey_repro_mallory");
     admin
-        .batch_execute(
-            "DO $$ BEGIN
-                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_repro_mallory') THEN
-                     EXECUTE 'ALTER ROLE rekey_repro_mallory NOSUPERUSER';
-                 ELSE
-                     CREATE ROLE rekey_repro_mallory LOGIN;
-                 END IF;
-             END $$;
-             CREATE SCHEMA m AUTHORIZATION rekey_repro_mallory",
-        )
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_repro_mallory")
         .unwrap();
     let mut mallory = connect_as("t_rekey_repro_1", "rekey_repro_mallory");
     mallory
@@ -551,16 +559,10 @@ fn plant(schema: &str, name: &str, args: &str, result: &str, kind: &str) -> Stri
 #[test]
 fn repro_2_overloads_planted_where_the_toolkit_looks() {
     let mut admin = fresh_database("t_rekey_repro_2");
+    hostile_role(&mut admin, "rekey_dbo");
     admin
         .batch_execute(
-            "DO $$ BEGIN
-                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_dbo') THEN
-                     EXECUTE 'ALTER ROLE rekey_dbo NOSUPERUSER';
-                 ELSE
-                     CREATE ROLE rekey_dbo LOGIN;
-                 END IF;
-             END $$;
-             ALTER DATABASE t_rekey_repro_2 OWNER TO rekey_dbo;
+            "ALTER DATABASE t_rekey_repro_2 OWNER TO rekey_dbo;
              CREATE SCHEMA app AUTHORIZATION rekey_dbo;",
         )
         .unwrap();
@@ -580,10 +582,7 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
         for schema in ["planted", "app"] {
             for a in [args.as_str(), regclass_args.as_str()] {
                 // The documented functions themselves exist in app: plant them elsewhere only.
-                planted.push_str(&format!(
-                    "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
-                    quote_literal(&plant(schema, name, a, result, kind))
-                ));
+                planted.push_str(&unless_it_exists(&plant(schema, name, a, result, kind)));
             }
         }
     }
@@ -641,10 +640,7 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
         "CREATE TABLE app.rekey_state (relid oid); CREATE TABLE app.rekey_status (x int);\n",
     );
     for (name, args, result, kind) in &signatures {
-        planted.push_str(&format!(
-            "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
-            quote_literal(&plant("app", name, args, result, kind))
-        ));
+        planted.push_str(&unless_it_exists(&plant("app", name, args, result, kind)));
     }
     for f in [
         "uuidv7()",
@@ -661,10 +657,7 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
         } else {
             "timestamptz"
         };
-        planted.push_str(&format!(
-            "DO $do$ BEGIN EXECUTE {}; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
-            quote_literal(&plant("app", name, args, result, "f"))
-        ));
+        planted.push_str(&unless_it_exists(&plant("app", name, args, result, "f")));
     }
     dbo.batch_execute(&planted).unwrap();
     admin
@@ -722,8 +715,13 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
         .unwrap();
 }
 
-fn quote_literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// The statement, skipped where a function of that signature is there already (the documented
+/// functions, in the extension's own schema).
+fn unless_it_exists(statement: &str) -> String {
+    format!(
+        "DO $do$ BEGIN EXECUTE '{}'; EXCEPTION WHEN duplicate_function THEN NULL; END $do$;\n",
+        statement.replace('\'', "''")
+    )
 }
 
 /// What the first adversarial review of 0.6.0 found, each now refused: a statistics object on a
@@ -736,19 +734,11 @@ fn quote_literal(s: &str) -> String {
 fn review_1_findings_stay_closed() {
     let mut admin = fresh_db("t_rekey_review_1");
     let version = server_version(&mut admin);
+    hostile_role(&mut admin, "rekey_review_owner");
+    hostile_role(&mut admin, "rekey_review_nobody");
     admin
         .batch_execute(
-            "DO $$ BEGIN
-                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_review_owner') THEN
-                     EXECUTE 'ALTER ROLE rekey_review_owner NOSUPERUSER';
-                 ELSE
-                     CREATE ROLE rekey_review_owner LOGIN;
-                 END IF;
-                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_review_nobody') THEN
-                     CREATE ROLE rekey_review_nobody LOGIN;
-                 END IF;
-             END $$;
-             CREATE SCHEMA m AUTHORIZATION rekey_review_owner;
+            "CREATE SCHEMA m AUTHORIZATION rekey_review_owner;
              CREATE TABLE public.orders (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
              INSERT INTO public.orders SELECT gen_random_uuid(), now() FROM generate_series(1, 20);",
         )
