@@ -83,6 +83,16 @@ fn advisory_locks() -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// The names of the session's open cursors: a cursor the owner's code declares outlives the
+/// operation until the transaction ends, and runs its query as whoever fetches from it.
+fn cursors() -> Vec<String> {
+    Spi::get_one::<Vec<String>>(
+        "SELECT coalesce(pg_catalog.array_agg(c.name::pg_catalog.text ORDER BY c.name), '{}') FROM pg_catalog.pg_cursors c",
+    )
+    .unwrap_or_else(|e| error!("cannot read the session's cursors: {e}"))
+    .unwrap_or_default()
+}
+
 /// Releases the session-level advisory locks in `taken` that the owner's code took (`classid objid
 /// objsubid mode`, from advisory_locks): they would outlive the error that refuses its operation.
 /// Transaction-level ones go with the transaction.
@@ -125,16 +135,21 @@ fn release_advisory_locks(taken: &[&String]) {
 /// Runs `f` as the owner of `relid` inside a security-restricted operation (see the module's
 /// comment), after checking that the caller has that owner's privileges.
 ///
-/// One hole PostgreSQL leaves in that operation is closed here: it refuses temporary tables
-/// (DefineRelation), but the owner's code may still create other objects in the caller's
-/// temporary schema, which outlive the operation, and that schema comes first when the caller's
-/// session later looks up a type name (a domain named `uuid` there, with a CHECK of the owner's,
-/// would run as the caller). Whatever the operation left in that schema is an error, which rolls
-/// it back with the rest.
+/// What PostgreSQL's restricted operation leaves the owner's code, and what outlives it in the
+/// caller's session, is compared before and after here, and any change is an error (42501), which
+/// rolls it back with the rest:
+/// - objects in the caller's temporary schema: PostgreSQL refuses temporary tables there
+///   (DefineRelation) but not domains, types or functions, and that schema comes first when the
+///   session later looks up a type name (a domain named `uuid`, with a CHECK of the owner's, would
+///   run as the caller);
+/// - the session's advisory locks: a session-level one outlives the transaction, so those taken
+///   are also released before the error;
+/// - the session's cursors: one declared inside runs its query as whoever fetches from it later.
 fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let owner = relation_owner(relid);
     let temporary_before = temporary_objects();
     let locks_before = advisory_locks();
+    let cursors_before = cursors();
     let mut save_userid = pg_sys::InvalidOid;
     let mut save_sec_context: std::ffi::c_int = 0;
     // SAFETY: these read and set backend-local state, as the maintenance commands named above do;
@@ -173,6 +188,17 @@ fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
                     relid.to_u32()
                 ),
                 "A session-level advisory lock outlives the operation; the toolkit's own locks say who rekeys a table."
+            );
+        }
+        if cursors() != cursors_before {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "the code of the owner of relation {} opened or closed cursors of your session",
+                    relid.to_u32()
+                ),
+                "A cursor outlives the operation, and its query runs as whoever fetches from it."
             );
         }
         if temporary_objects() != temporary_before {

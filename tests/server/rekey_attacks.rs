@@ -728,7 +728,8 @@ fn unless_it_exists(statement: &str) -> String {
 /// mapping table (its expression is folded when rekey_translate plans its read, as the caller); a
 /// domain named text on the caller's path (rekey_run, a procedure, compiles its variables' types
 /// there); a session-level advisory lock taken by the owner's code (it outlives the operation and
-/// would pose as a run of another table's rekey); pgstattuple's pgstatindex called through the
+/// would pose as a run of another table's rekey), or a cursor (its query runs as whoever fetches);
+/// pgstattuple's pgstatindex called through the
 /// toolkit without EXECUTE on it; and a schema whose name needs quoting.
 #[test]
 fn review_1_findings_stay_closed() {
@@ -772,8 +773,20 @@ fn review_1_findings_stay_closed() {
                END IF;
                RETURN true;
              END $$;
+             CREATE FUNCTION m.open_cursor() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_review_owner'
+                  AND NOT EXISTS (SELECT FROM pg_cursors WHERE name = 'planted') THEN
+                 EXECUTE 'DECLARE planted CURSOR FOR SELECT m.evil_v()';
+               END IF;
+               RETURN true;
+             END $$;
              CREATE TABLE m.p (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
                                c int DEFAULT 1 CHECK (m.grab()));
+             CREATE TABLE m.r (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.open_cursor()));
+             INSERT INTO m.r (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.r ALTER COLUMN id SET DEFAULT public.uuidv7();
              INSERT INTO m.p (at) SELECT now() FROM generate_series(1, 5);
              ALTER TABLE m.p ALTER COLUMN id SET DEFAULT public.uuidv7();",
         )
@@ -818,6 +831,20 @@ fn review_1_findings_stay_closed() {
         one_i64(
             &mut admin,
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        ),
+        0
+    );
+    // A cursor declared by the owner's code, which would run its query as whoever fetches from it.
+    let message = expect_error(
+        &mut admin,
+        "CALL rekey_run('m.r', 'at', in_one_transaction => true)",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("cursors"), "{message}");
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM pg_cursors WHERE name = 'planted'"
         ),
         0
     );
