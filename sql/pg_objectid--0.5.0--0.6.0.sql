@@ -83,6 +83,21 @@ CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query t
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
     AS 'MODULE_PATHNAME', 'rekey_batch_as_owner_wrapper';
 
+-- The new key of old_key in a mapping table, read as the mapping table's owner in a
+-- security-restricted operation once the caller's SELECT on its columns is checked
+-- (src/rekey/as_owner.rs); NULL when it holds no such old key.
+CREATE FUNCTION objectid_internal.rekey_translate_read(mapping oid, old_key uuid)
+    RETURNS uuid
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_translate_read_wrapper';
+
+-- REFRESH MATERIALIZED VIEW, refused when the view's query left advisory locks, cursors or
+-- temporary objects in the caller's session (src/rekey/as_owner.rs).
+CREATE FUNCTION objectid_internal.rekey_refresh_materialized_view(matview oid)
+    RETURNS void
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_refresh_materialized_view_wrapper';
+
 -- pgstattuple's leaf density of an index, called by OID (src/rekey/leaf_density.rs).
 CREATE FUNCTION objectid_internal.rekey_leaf_density(index oid)
     RETURNS float8
@@ -257,8 +272,9 @@ SELECT DISTINCT x.relid, x.root
  ORDER BY 2, 1
 $body$;
 
--- Whether the toolkit may read a table that changes with tbl's key: one of tbl's owner (another
--- role's policies or casts would run as the reader), whose columns that change are all uuid.
+-- Whether the toolkit may read a table that changes with tbl's key: one of tbl's owner, with
+-- every partition below it too (another role's policies, casts, index and statistics expressions
+-- would run as the reader, tbl's owner), whose columns that change are all uuid.
 CREATE FUNCTION objectid_internal.rekey_readable(tbl regclass, relid oid)
     RETURNS boolean
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
@@ -266,6 +282,8 @@ CREATE FUNCTION objectid_internal.rekey_readable(tbl regclass, relid oid)
     AS $body$
 SELECT (SELECT c.relowner FROM pg_class c WHERE c.oid = relid) OPERATOR(pg_catalog.=)
        (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl)
+   AND NOT EXISTS (SELECT FROM pg_partition_tree(relid) t JOIN pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
+                    WHERE c.relowner OPERATOR(pg_catalog.<>) (SELECT k.relowner FROM pg_class k WHERE k.oid = tbl))
    AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) x
                     WHERE x.relid OPERATOR(pg_catalog.=) rekey_readable.relid AND x.atttype <> 'uuid'::regtype)
 $body$;
@@ -690,6 +708,19 @@ BEGIN
                            r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
+    -- A foreign key that references a partition of a table that changes, rather than the
+    -- partitioned table: the rekey would not follow it, and a row that moves to another partition
+    -- would fire its ON DELETE action (it is not one PostgreSQL treats as the root's).
+    FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS partition, x.root
+               FROM objectid_internal.rekey_tables(tbl) x
+               JOIN pg_constraint k ON k.contype = 'f' AND k.confrelid = x.relid AND k.conparentid = 0
+              WHERE x.relid <> x.root
+              ORDER BY 1, 2
+    LOOP
+        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references partition %s of %s, not %s itself:'
+                           ' make it reference %s', r.conname, r.referencing, r.partition, r.root, r.root, r.root);
+    END LOOP;
+
     -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
     FOR r IN SELECT x.relid, x.root, c.relowner
                FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
@@ -858,6 +889,10 @@ BEGIN
 
     SELECT c.conindid::regclass INTO key_index FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p';
     key_index_size := pg_relation_size(key_index);
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) key_index::oid) OPERATOR(pg_catalog.=) 'I'::"char" THEN
+        -- pgstatindex reads one btree; a partitioned index is one per partition.
+        notes := notes || 'leaf density not available for a partitioned index: see its partitions'' indexes'::text;
+    ELSE
     BEGIN
         key_index_leaf_density := objectid_internal.rekey_leaf_density(key_index::oid);
         IF key_index_leaf_density IS NULL THEN
@@ -866,6 +901,7 @@ BEGIN
     EXCEPTION WHEN insufficient_privilege THEN
         notes := notes || format('leaf density not available: %s', SQLERRM);
     END;
+    END IF;
 
     SELECT array_agg(format('%s(%s) -> %s(%s) ON UPDATE %s ON DELETE %s%s%s, %s',
                             r.referencing_table, array_to_string(r.referencing_columns, ', '),
@@ -1681,7 +1717,7 @@ BEGIN
         IF refresh_materialized_views THEN
             BEGIN
                 FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
-                    EXECUTE format('REFRESH MATERIALIZED VIEW %s', objectid_internal.rekey_name(r.matview::oid));
+                    PERFORM objectid_internal.rekey_refresh_materialized_view(r.matview::oid);
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;
             EXCEPTION WHEN OTHERS OR query_canceled THEN
@@ -1742,13 +1778,14 @@ GRANT SELECT ON @extschema@.rekey_status TO PUBLIC;
 -- already new) comes back unchanged, so that callers holding keys of either kind can always call
 -- it, for the whole migration: WHERE id = rekey_translate('orders', $1). Before a rekey starts
 -- every key maps to itself; after rekey_forget the mapping table made for tbl (found by its
--- comment) still answers while it exists. The caller needs SELECT on the mapping table, which is
--- read with the caller's rights, so only after the checks rekey_batch makes of it
--- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy,
--- index expression or default of its own that the read would run).
+-- comment) still answers while it exists. The caller needs SELECT on the mapping table's old_key
+-- and new_key (checked); the table must pass the checks rekey_batch makes of it
+-- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy, index
+-- or statistics expression or default of its own), and is read as its owner
+-- (rekey_translate_read). Parallel unsafe: that read switches user and settings.
 CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
@@ -1771,8 +1808,10 @@ BEGIN
             RETURN old_key;
         END IF;
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', objectid_internal.rekey_name(mapping))
-       INTO translated USING old_key;
+    -- Read as the mapping table's owner, in a security-restricted operation: whatever its owner
+    -- attached to it since the checks above (an index or statistics expression the planner
+    -- folds) runs as the owner, never as the caller.
+    translated := objectid_internal.rekey_translate_read(mapping, old_key);
     RETURN coalesce(translated, old_key);
 END
 $body$;

@@ -132,40 +132,97 @@ fn release_advisory_locks(taken: &[&String]) {
     }
 }
 
-/// Runs `f` as the owner of `relid` inside a security-restricted operation (see the module's
-/// comment), after checking that the caller has that owner's privileges.
-///
-/// What PostgreSQL's restricted operation leaves the owner's code, and what outlives it in the
-/// caller's session, is compared before and after here, and any change is an error (42501), which
-/// rolls it back with the rest:
+/// What the owner's code could leave in the caller's session that outlives PostgreSQL's
+/// security-restricted operation, compared before and after each one here; any change is an error
+/// (42501), which rolls it back with the rest:
 /// - objects in the caller's temporary schema: PostgreSQL refuses temporary tables there
-///   (DefineRelation) but not domains, types or functions, and that schema comes first when the
-///   session later looks up a type name (a domain named `uuid`, with a CHECK of the owner's, would
-///   run as the caller);
+///   (DefineRelation) but not every other kind, and that schema comes first when the session later
+///   looks up a type name (a domain named `uuid`, with a CHECK of the owner's, would run as the
+///   caller);
 /// - the session's advisory locks: a session-level one outlives the transaction, so those taken
 ///   are also released before the error;
 /// - the session's cursors: one declared inside runs its query as whoever fetches from it later.
-fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
-    let owner = relation_owner(relid);
-    let temporary_before = temporary_objects();
-    let locks_before = advisory_locks();
-    let cursors_before = cursors();
+#[derive(PartialEq)]
+struct SessionState {
+    temporary: (pg_sys::Oid, i64),
+    locks: Vec<String>,
+    cursors: Vec<String>,
+}
+
+impl SessionState {
+    fn now() -> Self {
+        SessionState {
+            temporary: temporary_objects(),
+            locks: advisory_locks(),
+            cursors: cursors(),
+        }
+    }
+
+    /// Refuses, naming `whose` code ran, when the session is no longer as `self` found it.
+    fn must_be_unchanged(&self, whose: &str) {
+        let now = SessionState::now();
+        if now == *self {
+            return;
+        }
+        let taken: Vec<&String> = now
+            .locks
+            .iter()
+            .filter(|l| !self.locks.contains(l))
+            .collect();
+        release_advisory_locks(&taken);
+        let what = if now.locks != self.locks {
+            "took or released advisory locks of your session"
+        } else if now.cursors != self.cursors {
+            "opened or closed cursors of your session"
+        } else {
+            "created an object in your session's temporary schema"
+        };
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("the code of {whose} {what}"),
+            "Advisory locks, cursors and temporary objects outlive the operation that ran the code; \
+             the rekey toolkit runs none of a table owner's code that leaves any."
+        );
+    }
+}
+
+/// Refuses when a partition below `relid` (at any level) has another owner than `owner`: reading
+/// or writing the partitioned table runs the partitions' code too (index and statistics
+/// expressions while planning, triggers and constraints while writing), which must not run with
+/// the rights of the table's owner.
+fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
+    let other = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
+                                                       c.relowner::pg_catalog.regrole), ', ')
+           FROM pg_catalog.pg_partition_tree($1) t
+           JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
+          WHERE c.relowner OPERATOR(pg_catalog.<>) $2",
+        &[relid.into(), owner.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot read the partitions of relation {}: {e}", relid.to_u32()));
+    if let Some(other) = other {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "partitions of relation {} belong to another owner than the table's: {other}",
+                relid.to_u32()
+            )
+        );
+    }
+}
+
+/// Runs `f` as `owner` inside a security-restricted operation (see the module's comment), and
+/// refuses what it left in the caller's session (SessionState); `whose` names whose code ran.
+fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
+    let before = SessionState::now();
     let mut save_userid = pg_sys::InvalidOid;
     let mut save_sec_context: std::ffi::c_int = 0;
     // SAFETY: these read and set backend-local state, as the maintenance commands named above do;
     // the strings outlive the calls that copy them.
     unsafe {
         pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
-        if !pg_sys::has_privs_of_role(save_userid, owner) {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "permission denied: only the owner of relation {} or a member of its role may rekey it",
-                    relid.to_u32()
-                )
-            );
-        }
         pg_sys::SetUserIdAndSecContext(
             owner,
             save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
@@ -173,49 +230,37 @@ fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
         let nest_level = pg_sys::NewGUCNestLevel();
         set_at_this_level("search_path", "pg_catalog, pg_temp");
         let result = f();
-        let locks_after = advisory_locks();
-        if locks_after != locks_before {
-            let taken: Vec<&String> = locks_after
-                .iter()
-                .filter(|l| !locks_before.contains(l))
-                .collect();
-            release_advisory_locks(&taken);
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "the code of the owner of relation {} took or released advisory locks of your session",
-                    relid.to_u32()
-                ),
-                "A session-level advisory lock outlives the operation; the toolkit's own locks say who rekeys a table."
-            );
-        }
-        if cursors() != cursors_before {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "the code of the owner of relation {} opened or closed cursors of your session",
-                    relid.to_u32()
-                ),
-                "A cursor outlives the operation, and its query runs as whoever fetches from it."
-            );
-        }
-        if temporary_objects() != temporary_before {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "the code of the owner of relation {} created an object in your session's temporary schema",
-                    relid.to_u32()
-                ),
-                "Objects there are found before others by name; a rekey runs none of the owner's code that makes any."
-            );
-        }
+        before.must_be_unchanged(whose);
         pg_sys::AtEOXact_GUC(false, nest_level);
         pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
         result
     }
+}
+
+/// Runs `f` as the owner of `relid` inside a security-restricted operation, after checking that
+/// the caller has that owner's privileges and that the partitions below it, if any, are the same
+/// owner's.
+fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let owner = relation_owner(relid);
+    // SAFETY: reads backend-local state.
+    let caller = unsafe { pg_sys::GetUserId() };
+    // SAFETY: a catalog lookup.
+    if !unsafe { pg_sys::has_privs_of_role(caller, owner) } {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "permission denied: only the owner of relation {} or a member of its role may rekey it",
+                relid.to_u32()
+            )
+        );
+    }
+    one_owner(relid, owner);
+    restricted(
+        owner,
+        &format!("the owner of relation {}", relid.to_u32()),
+        f,
+    )
 }
 
 /// Sets a setting at the current GUC nest level, as `RestrictSearchPath()` does: undone when the
@@ -354,4 +399,74 @@ fn rekey_batch_as_owner(
         })
     });
     TableIterator::once(row)
+}
+
+/// The new key of `old_key` in the mapping table `mapping`, for rekey_translate: read as the
+/// mapping table's owner in a security-restricted operation, after checking that the caller may
+/// read its two columns. Whatever the owner attached to the table since rekey_translate checked
+/// it (an index or statistics expression the planner folds) then runs as the owner, never as the
+/// application's role or a superuser that translates.
+#[pg_extern(sql = false)]
+fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
+    let may_read = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.has_column_privilege($1, 'old_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
+            AND pg_catalog.has_column_privilege($1, 'new_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)",
+        &[mapping.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot check the privileges on the mapping table: {e}"));
+    if may_read != Some(true) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "permission denied for the mapping table (OID {}): you need SELECT on old_key and new_key",
+                mapping.to_u32()
+            )
+        );
+    }
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT objectid_internal.rekey_name($1)",
+        &[mapping.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot name the mapping table: {e}"))
+    .unwrap_or_else(|| error!("the mapping table (OID {}) is gone", mapping.to_u32()));
+    let owner = relation_owner(mapping);
+    let query =
+        format!("SELECT m.new_key FROM ONLY {name} m WHERE m.old_key OPERATOR(pg_catalog.=) $1");
+    restricted(owner, "the owner of the mapping table", || {
+        Spi::connect(|client| {
+            let rows = client.select(query.as_str(), Some(1), &[DatumWithOid::from(old_key)])?;
+            if rows.is_empty() {
+                Ok(None)
+            } else {
+                rows.first().get_one::<Uuid>()
+            }
+        })
+        .unwrap_or_else(|e: pgrx::spi::Error| error!("{e}"))
+    })
+}
+
+/// REFRESH MATERIALIZED VIEW of `matview`, for rekey_run, refused (42501) when the view's query,
+/// which PostgreSQL runs as the view's owner in a security-restricted operation, left advisory
+/// locks, cursors or temporary objects in the caller's session (SessionState).
+#[pg_extern(sql = false)]
+fn rekey_refresh_materialized_view(matview: pg_sys::Oid) {
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT objectid_internal.rekey_name($1)",
+        &[matview.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot name the materialized view: {e}"))
+    .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
+    let before = SessionState::now();
+    Spi::connect_mut(|client| {
+        client
+            .update(
+                format!("REFRESH MATERIALIZED VIEW {name}").as_str(),
+                None,
+                &[],
+            )
+            .map(|_| ())
+    })
+    .unwrap_or_else(|e| error!("{e}"));
+    before.must_be_unchanged(&format!("the owner of materialized view {name}"));
 }

@@ -43,6 +43,8 @@ mod install {
         "../../sql/rekey/internal/rekey_can_commit.sql" => "rekey_internal_rekey_can_commit",
         "../../sql/rekey/internal/rekey_read_as_owner.sql" => "rekey_internal_rekey_read_as_owner",
         "../../sql/rekey/internal/rekey_batch_as_owner.sql" => "rekey_internal_rekey_batch_as_owner",
+        "../../sql/rekey/internal/rekey_translate_read.sql" => "rekey_internal_rekey_translate_read",
+        "../../sql/rekey/internal/rekey_refresh_materialized_view.sql" => "rekey_internal_rekey_refresh_materialized_view",
         "../../sql/rekey/internal/rekey_leaf_density.sql" => "rekey_internal_rekey_leaf_density",
         "../../sql/rekey/internal/rekey_api_schema.sql" => "rekey_internal_rekey_api_schema",
         "../../sql/rekey/internal/rekey_uuidv7_functions.sql" => "rekey_internal_rekey_uuidv7_functions",

@@ -539,7 +539,7 @@ fn plant(schema: &str, name: &str, args: &str, result: &str, kind: &str) -> Stri
             "CREATE PROCEDURE {schema}.{name}({args}) LANGUAGE plpgsql AS $plant$ {body} END $plant$;"
         );
     }
-    let finish = if result.starts_with("TABLE") || result.starts_with("SETOF") {
+    let finish = if result.starts_with("TABLE") || result.starts_with("SETOF") || result == "void" {
         "RETURN;"
     } else {
         "RETURN NULL;"
@@ -882,5 +882,207 @@ fn review_1_findings_stay_closed() {
     assert_eq!(
         one_i64(&mut admin, "SELECT count(*) FROM \"Sales\".t_rekey_map"),
         3
+    );
+}
+
+/// What the second adversarial review found, each now refused: an index expression added to a
+/// mapping table between rekey_translate's checks and its read (the read now runs as the mapping
+/// table's owner); a partition of another owner, whose statistics expression assess, plan and
+/// verify would fold as the table's owner; a foreign key to a partition rather than its
+/// partitioned table, whose ON DELETE action a row moving between partitions would fire; and a
+/// materialized view whose query leaves an advisory lock and a temporary function behind when
+/// rekey_run refreshes it. Also assess of a partitioned key table with pgstattuple installed.
+#[test]
+fn review_2_findings_stay_closed() {
+    let mut admin = fresh_db("t_rekey_review_2");
+    let version = server_version(&mut admin);
+    hostile_role(&mut admin, "rekey_review2_owner");
+    admin
+        .batch_execute("CREATE SCHEMA h AUTHORIZATION rekey_review2_owner")
+        .unwrap();
+    let mut owner = connect_as("t_rekey_review_2", "rekey_review2_owner");
+    owner
+        .batch_execute(
+            "GRANT USAGE ON SCHEMA h TO PUBLIC;
+             CREATE SEQUENCE h.ran_as_someone_else; GRANT USAGE ON SEQUENCE h.ran_as_someone_else TO PUBLIC;
+             CREATE FUNCTION h.evil_v() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+             BEGIN
+               IF current_user <> 'rekey_review2_owner' THEN PERFORM nextval('h.ran_as_someone_else'); END IF;
+               IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                 EXECUTE 'ALTER ROLE rekey_review2_owner SUPERUSER';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE FUNCTION h.evil_imm(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS
+                 'BEGIN RETURN h.evil_v(); END';
+             CREATE TABLE h.t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO h.t SELECT gen_random_uuid(), now() FROM generate_series(1, 5);",
+        )
+        .unwrap();
+    admin.batch_execute("CALL rekey_run('h.t', 'at')").unwrap();
+    let old_key = one_string(
+        &mut admin,
+        "SELECT old_key::text FROM h.t_rekey_map ORDER BY 1 LIMIT 1",
+    );
+
+    // 1. The owner adds an index expression to the mapping table, inside a transaction that holds
+    // the table while the superuser's rekey_translate runs.
+    owner
+        .batch_execute(
+            "BEGIN; LOCK TABLE h.t_rekey_map IN ACCESS EXCLUSIVE MODE;
+             CREATE INDEX trap ON h.t_rekey_map ((old_key IS NULL AND h.evil_imm(1)))",
+        )
+        .unwrap();
+    let dsn = format!("{} dbname=t_rekey_review_2", dsn());
+    let key = old_key.clone();
+    let translating = std::thread::spawn(move || {
+        let mut c = Client::connect(&dsn, postgres::NoTls).unwrap();
+        c.query_one(
+            &format!("SELECT rekey_translate('h.t', '{key}')::text"),
+            &[],
+        )
+        .map(|r| r.get::<_, String>(0))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    owner.batch_execute("COMMIT").unwrap();
+    // Either the translation (read as the owner) or a refusal; never the owner's code as the caller.
+    let _ = translating.join().unwrap();
+    assert_eq!(counted(&mut admin, "h.ran_as_someone_else"), 0);
+    owner.batch_execute("DROP INDEX h.trap").unwrap();
+
+    // 2. A partition of another owner under a superuser's partitioned table.
+    admin
+        .batch_execute(
+            "CREATE TABLE public.sp (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now())
+                 PARTITION BY HASH (id);
+             CREATE TABLE public.sp0 PARTITION OF public.sp FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+             CREATE TABLE public.sp1 PARTITION OF public.sp FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+             INSERT INTO public.sp SELECT gen_random_uuid(), now() FROM generate_series(1, 20);
+             ALTER TABLE public.sp1 OWNER TO rekey_review2_owner",
+        )
+        .unwrap();
+    if version >= 140000 {
+        owner
+            .batch_execute(
+                "CREATE STATISTICS h.trap ON ((id IS NULL AND h.evil_imm(1))) FROM public.sp1",
+            )
+            .unwrap();
+    } else {
+        owner
+            .batch_execute("CREATE INDEX sp1_trap ON public.sp1 ((id IS NULL AND h.evil_imm(1)))")
+            .unwrap();
+    }
+    for sql in [
+        "SELECT * FROM rekey_plan('public.sp', 'at')",
+        "SELECT * FROM rekey_assess('public.sp')",
+        "SELECT * FROM rekey_assess_schema('public')",
+        "CALL rekey_run('public.sp', 'at')",
+    ] {
+        let _ = admin.batch_execute(sql);
+    }
+    assert_eq!(counted(&mut admin, "h.ran_as_someone_else"), 0);
+    // Counted without planning a read of public.sp as a superuser: PostgreSQL itself would fold
+    // the statistics expression of its hostile partition as whoever plans the query.
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM ONLY public.sp0 WHERE public.uuid_extract_version(id) = 4"
+        ) + one_i64(
+            &mut owner,
+            "SELECT count(*) FROM ONLY public.sp1 WHERE public.uuid_extract_version(id) = 4"
+        ),
+        20
+    );
+
+    // 3. A foreign key to a partition, not to its partitioned table.
+    admin
+        .batch_execute(
+            "CREATE TABLE public.p (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now())
+                 PARTITION BY HASH (id);
+             CREATE TABLE public.p0 PARTITION OF public.p FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+             CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+             INSERT INTO public.p SELECT gen_random_uuid(), now() - i * interval '1 min' FROM generate_series(1, 200) i;
+             CREATE TABLE public.c_cascade (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                 p_id uuid REFERENCES public.p0 (id) ON DELETE CASCADE ON UPDATE CASCADE);
+             CREATE INDEX ON public.c_cascade (p_id);
+             INSERT INTO public.c_cascade (p_id) SELECT id FROM public.p0",
+        )
+        .unwrap();
+    let children = one_i64(&mut admin, "SELECT count(*) FROM public.c_cascade");
+    let plan: Vec<String> = admin
+        .query("SELECT * FROM rekey_plan('public.p', 'at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|l| l.contains("references partition public.p0 of public.p")),
+        "{plan:#?}"
+    );
+    let _ = admin.batch_execute("CALL rekey_run('public.p', 'at')");
+    assert_eq!(
+        one_i64(&mut admin, "SELECT count(*) FROM public.c_cascade"),
+        children
+    );
+
+    // 4. A materialized view whose query leaves an advisory lock and a temporary function.
+    owner
+        .batch_execute(
+            "CREATE FUNCTION h.plant(uuid) RETURNS uuid LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_review2_owner' THEN
+                 PERFORM pg_advisory_lock(4242);
+                 BEGIN
+                   EXECUTE 'CREATE FUNCTION pg_temp.left_behind() RETURNS int LANGUAGE sql AS ''SELECT 1''';
+                 EXCEPTION WHEN duplicate_function THEN NULL;
+                 END;
+               END IF;
+               RETURN $1;
+             END $$;
+             CREATE TABLE h.t2 (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO h.t2 SELECT gen_random_uuid(), now() FROM generate_series(1, 5);
+             CREATE MATERIALIZED VIEW h.mv AS SELECT h.plant(id) AS id FROM h.t2;",
+        )
+        .unwrap();
+    let message = expect_error(
+        &mut admin,
+        "CALL rekey_run('h.t2', 'at', refresh_materialized_views => true)",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("materialized view h.mv"), "{message}");
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        ),
+        0
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM pg_proc WHERE proname = 'left_behind' AND pronamespace = pg_my_temp_schema()"
+        ),
+        0
+    );
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_review2_owner'"
+    ));
+
+    // 5. Assess of a partitioned key table, with pgstattuple where the server has it.
+    if one_bool(
+        &mut admin,
+        "SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pgstattuple')",
+    ) {
+        admin.batch_execute("CREATE EXTENSION pgstattuple").unwrap();
+    }
+    let notes: Vec<String> = admin
+        .query_one("SELECT notes FROM rekey_assess('public.p')", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        notes.iter().any(|n| n.contains("partitioned index")),
+        "{notes:?}"
     );
 }

@@ -204,7 +204,7 @@ BEGIN
         IF refresh_materialized_views THEN
             BEGIN
                 FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
-                    EXECUTE format('REFRESH MATERIALIZED VIEW %s', objectid_internal.rekey_name(r.matview::oid));
+                    PERFORM objectid_internal.rekey_refresh_materialized_view(r.matview::oid);
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;
             EXCEPTION WHEN OTHERS OR query_canceled THEN

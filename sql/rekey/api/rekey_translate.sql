@@ -2,13 +2,14 @@
 -- already new) comes back unchanged, so that callers holding keys of either kind can always call
 -- it, for the whole migration: WHERE id = rekey_translate('orders', $1). Before a rekey starts
 -- every key maps to itself; after rekey_forget the mapping table made for tbl (found by its
--- comment) still answers while it exists. The caller needs SELECT on the mapping table, which is
--- read with the caller's rights, so only after the checks rekey_batch makes of it
--- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy,
--- index expression or default of its own that the read would run).
+-- comment) still answers while it exists. The caller needs SELECT on the mapping table's old_key
+-- and new_key (checked); the table must pass the checks rekey_batch makes of it
+-- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy, index
+-- or statistics expression or default of its own), and is read as its owner
+-- (rekey_translate_read). Parallel unsafe: that read switches user and settings.
 CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
@@ -31,8 +32,10 @@ BEGIN
             RETURN old_key;
         END IF;
     END IF;
-    EXECUTE format('SELECT m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) $1', objectid_internal.rekey_name(mapping))
-       INTO translated USING old_key;
+    -- Read as the mapping table's owner, in a security-restricted operation: whatever its owner
+    -- attached to it since the checks above (an index or statistics expression the planner
+    -- folds) runs as the owner, never as the caller.
+    translated := objectid_internal.rekey_translate_read(mapping, old_key);
     RETURN coalesce(translated, old_key);
 END
 $body$;

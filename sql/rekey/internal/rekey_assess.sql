@@ -51,6 +51,10 @@ BEGIN
 
     SELECT c.conindid::regclass INTO key_index FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p';
     key_index_size := pg_relation_size(key_index);
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) key_index::oid) OPERATOR(pg_catalog.=) 'I'::"char" THEN
+        -- pgstatindex reads one btree; a partitioned index is one per partition.
+        notes := notes || 'leaf density not available for a partitioned index: see its partitions'' indexes'::text;
+    ELSE
     BEGIN
         key_index_leaf_density := objectid_internal.rekey_leaf_density(key_index::oid);
         IF key_index_leaf_density IS NULL THEN
@@ -59,6 +63,7 @@ BEGIN
     EXCEPTION WHEN insufficient_privilege THEN
         notes := notes || format('leaf density not available: %s', SQLERRM);
     END;
+    END IF;
 
     SELECT array_agg(format('%s(%s) -> %s(%s) ON UPDATE %s ON DELETE %s%s%s, %s',
                             r.referencing_table, array_to_string(r.referencing_columns, ', '),

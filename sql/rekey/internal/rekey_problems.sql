@@ -115,6 +115,19 @@ BEGIN
                            r.relid, r.attname, r.conname, r.target);
     END LOOP;
 
+    -- A foreign key that references a partition of a table that changes, rather than the
+    -- partitioned table: the rekey would not follow it, and a row that moves to another partition
+    -- would fire its ON DELETE action (it is not one PostgreSQL treats as the root's).
+    FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS partition, x.root
+               FROM objectid_internal.rekey_tables(tbl) x
+               JOIN pg_constraint k ON k.contype = 'f' AND k.confrelid = x.relid AND k.conparentid = 0
+              WHERE x.relid <> x.root
+              ORDER BY 1, 2
+    LOOP
+        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references partition %s of %s, not %s itself:'
+                           ' make it reference %s', r.conname, r.referencing, r.partition, r.root, r.root, r.root);
+    END LOOP;
+
     -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
     FOR r IN SELECT x.relid, x.root, c.relowner
                FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
