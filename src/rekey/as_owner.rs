@@ -408,9 +408,13 @@ fn rekey_batch_as_owner(
 /// application's role or a superuser that translates.
 #[pg_extern(sql = false)]
 fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
+    // Read as the owner, row-level security would not apply: a table with it is no mapping table
+    // (rekey_mapping_problem refuses it too), and this function may be called on any table.
     let may_read = Spi::get_one_with_args::<bool>(
         "SELECT pg_catalog.has_column_privilege($1, 'old_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
-            AND pg_catalog.has_column_privilege($1, 'new_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)",
+            AND pg_catalog.has_column_privilege($1, 'new_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
+            AND (SELECT c.relkind OPERATOR(pg_catalog.=) 'r'::\"char\" AND NOT c.relrowsecurity
+                   FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
         &[mapping.into()],
     )
     .unwrap_or_else(|e| error!("cannot check the privileges on the mapping table: {e}"));
@@ -419,7 +423,7 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
-                "permission denied for the mapping table (OID {}): you need SELECT on old_key and new_key",
+                "permission denied for the mapping table (OID {}): you need SELECT on old_key and new_key of a plain table without row-level security",
                 mapping.to_u32()
             )
         );

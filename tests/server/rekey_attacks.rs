@@ -1070,6 +1070,26 @@ fn review_2_findings_stay_closed() {
         "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_review2_owner'"
     ));
 
+    // rekey_translate_read reads as a table's owner, so never a table with row-level security,
+    // whose policies would then not hide rows from its caller.
+    hostile_role(&mut admin, "rekey_review2_reader");
+    admin
+        .batch_execute(
+            "CREATE TABLE public.hidden (old_key uuid PRIMARY KEY, new_key uuid, batch bigint);
+             INSERT INTO public.hidden VALUES ('5f838efb-8a34-430b-a07d-b3a7611f031a', gen_random_uuid(), 1);
+             ALTER TABLE public.hidden ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY none ON public.hidden USING (false);
+             GRANT SELECT ON public.hidden TO rekey_review2_reader",
+        )
+        .unwrap();
+    let mut reader = connect_as("t_rekey_review_2", "rekey_review2_reader");
+    expect_error(
+        &mut reader,
+        "SELECT objectid_internal.rekey_translate_read('public.hidden'::regclass::oid,
+                                                      '5f838efb-8a34-430b-a07d-b3a7611f031a')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+
     // 5. Assess of a partitioned key table, with pgstattuple where the server has it.
     if one_bool(
         &mut admin,
