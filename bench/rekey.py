@@ -245,7 +245,10 @@ def main():
             raise SystemExit(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
 
     admin = connect(a.dsn, "postgres")
-    report = {"parents": a.parents, "batch_sizes": batch_sizes, "shapes": {}}
+    started = time.monotonic()
+    report = {"parents": a.parents, "batch_sizes": batch_sizes, "reps": a.reps, "shapes": {},
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),
+              "server": one(admin, "SELECT current_setting('server_version')")}
     for shape in shapes:
         admin.execute("DROP DATABASE IF EXISTS rekey_src")
         admin.execute("CREATE DATABASE rekey_src")
@@ -276,6 +279,7 @@ def main():
                                        / summary["naive"]["keys_per_second"])
         report["shapes"][shape] = {"runs": runs, "summary": summary}
         print(json.dumps(summary, indent=1), flush=True)
+    report["elapsed_s"] = time.monotonic() - started
     json.dump(report, open(a.json, "w"), indent=1)
 
 

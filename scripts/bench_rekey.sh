@@ -11,7 +11,8 @@
 #   --batch-size N  the toolkit's batch sizes, the first compared with the naive update (default 10000)
 #   --shapes S      one_column, self_reference, two_foreign_keys, composite_child, partitioned_child,
 #                   or all (default one_column)
-#   --json FILE     where the results go (default docs/bench-rekey.json)
+#   --json FILE     where the results go (default docs/bench-rekey.json; docs/bench-rekey-shapes.json
+#                   also rewrites docs/benchmarks.md's section 8)
 #   --pg VERSION    the server, 14-18 (default 17; pgstattuple is needed)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -70,4 +71,8 @@ PYTHONPATH="$pydeps" python3 "$ROOT/bench/rekey.py" --dsn "host=$dir port=$port 
 child=$!
 wait "$child"
 child=""
+# With the shapes, the report's section 8 (bench/report.py reads docs/bench-rekey-shapes.json).
+if [ "$json" = "$ROOT/docs/bench-rekey-shapes.json" ] && [ -f "$ROOT/docs/benchmarks.json" ]; then
+    PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$ROOT/docs/benchmarks.json" "$ROOT/docs" >/dev/null
+fi
 log "rekey benchmark finished in $(($(date +%s) - started)) s: $json"
