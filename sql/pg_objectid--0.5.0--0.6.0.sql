@@ -627,7 +627,8 @@ BEGIN
                                                  time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
                     EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits,
                     -- Whether rewriting the column can move a row to another partition: it is in
                     -- the partition key, or may be (an expression) at some level below.
@@ -637,7 +638,7 @@ BEGIN
                              WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
                FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
-               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
+               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum) x)
     LOOP
         IF r.relowner <> owner THEN
             -- Its triggers, CHECK constraints and index expressions would run as whoever rekeys.
@@ -1084,10 +1085,11 @@ BEGIN
                        CASE WHEN to_regclass(mapping) IS NULL THEN 'to be created' ELSE 'exists' END);
 
     RETURN NEXT '  columns that change together, with the rows each batch run will rewrite:';
-    FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
                     objectid_internal.rekey_readable(tbl, c.relid) AS all_uuid
                FROM objectid_internal.rekey_columns(tbl) c
-              GROUP BY c.relid ORDER BY min(c.depth), c.relid::text
+              GROUP BY c.relid ORDER BY min(c.depth), c.relid::text) x)
     LOOP
         rows_touched := NULL;
         IF r.all_uuid AND as_owner THEN
@@ -1716,7 +1718,9 @@ BEGIN
             tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
         IF refresh_materialized_views THEN
             BEGIN
-                FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
+                -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+                FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v) x)
+                LOOP
                     PERFORM objectid_internal.rekey_refresh_materialized_view(r.matview::oid);
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;
@@ -1787,26 +1791,48 @@ CREATE FUNCTION @extschema@.rekey_translate(tbl regclass, old_key uuid)
     RETURNS uuid
     LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
+    SET lock_timeout = '100ms'
     AS $body$
 DECLARE
     mapping oid;
+    problem text;
     translated uuid;
 BEGIN
-    SELECT s.mapping_table INTO mapping FROM objectid_internal.rekey_state s WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
-    IF FOUND THEN
-        -- rekey_state_of's checks: the record is of this table, its mapping table qualifies.
-        PERFORM objectid_internal.rekey_state_of(tbl);
-    ELSE
-        SELECT d.objoid INTO mapping
-          FROM pg_description d
-         WHERE d.classoid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid AND d.objsubid OPERATOR(pg_catalog.=) 0
-           AND d.description OPERATOR(pg_catalog.=) objectid_internal.rekey_mapping_comment(tbl)
-           AND objectid_internal.rekey_mapping_problem(tbl, d.objoid) IS NULL
-         ORDER BY d.objoid LIMIT 1;
-        IF mapping IS NULL THEN
-            -- No rekey started, nor a mapping table left by one: every key is its own.
-            RETURN old_key;
+    -- The recorded rekey's mapping table, after rekey_state_of's checks (the record is of this
+    -- table, its mapping table qualifies). A lock another role takes on rekey_state (which everyone
+    -- may read and write, through its policies) must not stop the application's translations:
+    -- waiting at most lock_timeout (this function's setting), it goes by the comment instead.
+    BEGIN
+        SELECT s.mapping_table INTO mapping FROM objectid_internal.rekey_state s
+         WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
+        IF FOUND THEN
+            PERFORM objectid_internal.rekey_state_of(tbl);
         END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        mapping := NULL;
+    END;
+    IF mapping IS NULL THEN
+        -- The mapping table made for this table, by the comment that binds it (after rekey_forget,
+        -- or while the record cannot be read): the default name first, then any table of the
+        -- table's owner with that comment; another role's table with it is not even looked at.
+        mapping := to_regclass(objectid_internal.rekey_mapping_name(tbl, NULL));
+        IF mapping IS NULL OR obj_description(mapping, 'pg_class') IS DISTINCT FROM objectid_internal.rekey_mapping_comment(tbl) THEN
+            SELECT d.objoid INTO mapping
+              FROM pg_description d JOIN pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objoid
+             WHERE d.classoid OPERATOR(pg_catalog.=) 'pg_class'::regclass::oid AND d.objsubid OPERATOR(pg_catalog.=) 0
+               AND d.description OPERATOR(pg_catalog.=) objectid_internal.rekey_mapping_comment(tbl)
+               AND c.relowner OPERATOR(pg_catalog.=) (SELECT t.relowner FROM pg_class t WHERE t.oid OPERATOR(pg_catalog.=) tbl)
+             ORDER BY d.objoid LIMIT 1;
+        END IF;
+    END IF;
+    IF mapping IS NULL THEN
+        -- No rekey started, nor a mapping table left by one: every key is its own.
+        RETURN old_key;
+    END IF;
+    problem := objectid_internal.rekey_mapping_problem(tbl, mapping);
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'the mapping table of the rekey of % cannot be used: %', tbl, problem
+            USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     -- Read as the mapping table's owner, in a security-restricted operation: whatever its owner
     -- attached to it since the checks above (an index or statistics expression the planner
@@ -1883,7 +1909,9 @@ BEGIN
     END IF;
     RETURN NEXT;
 
-    FOR r IN SELECT * FROM objectid_internal.rekey_columns(tbl) c WHERE c.depth > 0 LOOP
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT * FROM objectid_internal.rekey_columns(tbl) c WHERE c.depth > 0) x)
+    LOOP
         check_name := format('version-4 values in %s.%I', r.relid, r.attname);
         IF NOT objectid_internal.rekey_readable(tbl, r.relid::oid) THEN
             status := 'failed';
@@ -1899,7 +1927,9 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 
-    FOR r IN SELECT * FROM objectid_internal.rekey_references(tbl) LOOP
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT * FROM objectid_internal.rekey_references(tbl)) x)
+    LOOP
         check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
         IF NOT (objectid_internal.rekey_readable(tbl, r.referencing_table::oid)
                 AND objectid_internal.rekey_readable(tbl, r.referenced_table::oid)) THEN

@@ -19,9 +19,10 @@
 //! security context it started with and every setting of a nest level above it, exactly as for
 //! the maintenance commands.
 //!
-//! Only a caller who already has the owner's privileges (`has_privs_of_role`, what PostgreSQL's
-//! ownership checks use: a superuser, or a member of the owner's role that inherits it) may run
-//! anything here, so the functions grant nothing their caller could not do as the owner.
+//! Only a caller who may already act as the owner (`has_privs_of_role`, what PostgreSQL's
+//! ownership checks use, and on 16 and later `member_can_set_role` too: a superuser, or a member
+//! of the owner's role that inherits it and may SET ROLE to it) may run anything here, so the
+//! functions grant nothing their caller could not do as the owner.
 
 use std::ffi::CString;
 
@@ -213,9 +214,38 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
     }
 }
 
+/// Refuses while the session has an open cursor that is not running: the owner's code could
+/// FETCH from it (reading rows its query read with the caller's rights) or move, close and reopen
+/// it under the same name with a query of its own that the caller would then run. The cursors that
+/// are running (the statement that called the toolkit) refuse FETCH and CLOSE themselves. The
+/// toolkit's own loops never hold a cursor while they call the owner's code.
+fn no_idle_cursors() {
+    let names = cursors();
+    for name in names {
+        let Ok(c_name) = CString::new(name.as_str()) else {
+            continue;
+        };
+        // SAFETY: looks a portal up by name in the session's portal table; the pointer is only
+        // read, at once.
+        let idle = unsafe {
+            let portal = pg_sys::GetPortalByName(c_name.as_ptr());
+            !portal.is_null() && (*portal).status != pg_sys::PortalStatus::PORTAL_ACTIVE
+        };
+        if idle {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("cannot run a table owner's code while cursor \"{name}\" is open"),
+                "The owner's code could read or replace it. Close your cursors (or leave the loop over one) first."
+            );
+        }
+    }
+}
+
 /// Runs `f` as `owner` inside a security-restricted operation (see the module's comment), and
 /// refuses what it left in the caller's session (SessionState); `whose` names whose code ran.
 fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
+    no_idle_cursors();
     let before = SessionState::now();
     let mut save_userid = pg_sys::InvalidOid;
     let mut save_sec_context: std::ffi::c_int = 0;
@@ -237,6 +267,25 @@ fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Whether `caller` may run code as `role`: has its privileges and, from PostgreSQL 16 on, may
+/// SET ROLE to it (a member granted INHERIT but not SET has the privileges, not the role's
+/// attributes, such as BYPASSRLS or CREATEROLE, which code running as the role would get). The
+/// test logical replication's apply worker makes before it runs as a table's owner
+/// (SwitchToUntrustedUser uses member_can_set_role).
+unsafe fn may_act_as(caller: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    // SAFETY: catalog lookups.
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        {
+            pg_sys::has_privs_of_role(caller, role)
+        }
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        {
+            pg_sys::has_privs_of_role(caller, role) && pg_sys::member_can_set_role(caller, role)
+        }
+    }
+}
+
 /// Runs `f` as the owner of `relid` inside a security-restricted operation, after checking that
 /// the caller has that owner's privileges and that the partitions below it, if any, are the same
 /// owner's.
@@ -244,8 +293,8 @@ fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let owner = relation_owner(relid);
     // SAFETY: reads backend-local state.
     let caller = unsafe { pg_sys::GetUserId() };
-    // SAFETY: a catalog lookup.
-    if !unsafe { pg_sys::has_privs_of_role(caller, owner) } {
+    // SAFETY: catalog lookups.
+    if !unsafe { may_act_as(caller, owner) } {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -461,6 +510,7 @@ fn rekey_refresh_materialized_view(matview: pg_sys::Oid) {
     )
     .unwrap_or_else(|e| error!("cannot name the materialized view: {e}"))
     .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
+    no_idle_cursors();
     let before = SessionState::now();
     Spi::connect_mut(|client| {
         client

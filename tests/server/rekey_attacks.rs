@@ -797,15 +797,14 @@ fn review_1_findings_stay_closed() {
                 "CREATE STATISTICS m.q_fake_stats ON ((old_key IS NULL) AND m.evil(1)) FROM m.q_fake",
             )
             .unwrap();
-        // The planted mapping table is not taken for one: translation changes nothing.
+        // The owner's mapping table with a statistics object is refused, never read.
         let key = "5f838efb-8a34-430b-a07d-b3a7611f031a";
-        assert_eq!(
-            one_string(
-                &mut admin,
-                &format!("SELECT rekey_translate('m.q', '{key}')::text")
-            ),
-            key
+        let message = expect_error(
+            &mut admin,
+            &format!("SELECT rekey_translate('m.q', '{key}')"),
+            &postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
         );
+        assert!(message.contains("statistics object"), "{message}");
     }
     admin
         .batch_execute("SET search_path = m, pg_catalog, public")
@@ -1105,4 +1104,105 @@ fn review_2_findings_stay_closed() {
         notes.iter().any(|n| n.contains("partitioned index")),
         "{notes:?}"
     );
+}
+
+/// What the third adversarial review found, each now refused: the owner's code reading, moving or
+/// replacing a cursor the caller has open (no owner code runs while one is); on 16 and later, a
+/// member granted the owner's role WITH INHERIT but not SET running code with the owner's
+/// attributes; and a role that locks objectid_internal.rekey_state stopping rekey_translate.
+#[test]
+fn review_3_findings_stay_closed() {
+    let mut admin = fresh_db("t_rekey_review_3");
+    let version = server_version(&mut admin);
+    hostile_role(&mut admin, "rekey_review3_owner");
+    hostile_role(&mut admin, "rekey_review3_member");
+    admin
+        .batch_execute(
+            "CREATE SCHEMA a AUTHORIZATION rekey_review3_owner;
+             CREATE TABLE public.orders (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO public.orders SELECT gen_random_uuid(), now() FROM generate_series(1, 10);",
+        )
+        .unwrap();
+    let mut owner = connect_as("t_rekey_review_3", "rekey_review3_owner");
+    owner
+        .batch_execute(
+            "GRANT USAGE ON SCHEMA a TO PUBLIC;
+             CREATE SEQUENCE a.swapped; GRANT USAGE ON SEQUENCE a.swapped TO PUBLIC;
+             CREATE FUNCTION a.swap() RETURNS boolean LANGUAGE plpgsql AS $$
+             DECLARE c refcursor; n text;
+             BEGIN
+               IF session_user <> 'rekey_review3_owner' THEN
+                 FOR n IN SELECT name FROM pg_cursors WHERE name <> '' LOOP
+                   c := n;
+                   BEGIN
+                     CLOSE c;
+                     OPEN c FOR SELECT 'swapped'::text;
+                     PERFORM nextval('a.swapped');
+                   EXCEPTION WHEN OTHERS THEN NULL;
+                   END;
+                 END LOOP;
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE a.t (id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO a.t SELECT gen_random_uuid() FROM generate_series(1, 10);
+             ALTER TABLE a.t ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+             CREATE POLICY p ON a.t USING (a.swap());",
+        )
+        .unwrap();
+    admin
+        .batch_execute("BEGIN; DECLARE mycur CURSOR FOR SELECT relname::text FROM pg_class LIMIT 1")
+        .unwrap();
+    let message = expect_error(
+        &mut admin,
+        "SELECT * FROM rekey_assess('a.t')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("cursor \"mycur\" is open"), "{message}");
+    admin.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(counted(&mut admin, "a.swapped"), 0);
+
+    if version >= 160000 {
+        // The member may use the owner's privileges but not become it (no SET ROLE): no code runs
+        // as the owner on its behalf.
+        admin
+            .batch_execute(
+                "GRANT rekey_review3_owner TO rekey_review3_member WITH INHERIT TRUE, SET FALSE",
+            )
+            .unwrap();
+        let mut member = connect_as("t_rekey_review_3", "rekey_review3_member");
+        let message = expect_error(
+            &mut member,
+            "SELECT objectid_internal.rekey_read_as_owner('a.t'::regclass::oid, 'SELECT current_user AS cu')",
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        assert!(message.contains("permission denied"), "{message}");
+    }
+
+    // Anyone may lock rekey_state (it is everyone's to read and write, through its policies): the
+    // application's translations go on, by the mapping table's comment.
+    admin
+        .batch_execute("CALL rekey_run('public.orders', 'at')")
+        .unwrap();
+    let (old_key, new_key): (String, String) = {
+        let row = admin
+            .query_one(
+                "SELECT old_key::text, new_key::text FROM public.orders_rekey_map ORDER BY 1 LIMIT 1",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    let mut locker = connect_as("t_rekey_review_3", "rekey_review3_member");
+    locker
+        .batch_execute("BEGIN; LOCK TABLE objectid_internal.rekey_state IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    assert_eq!(
+        one_string(
+            &mut admin,
+            &format!("SELECT rekey_translate('public.orders', '{old_key}')::text")
+        ),
+        new_key
+    );
+    locker.batch_execute("ROLLBACK").unwrap();
 }

@@ -93,10 +93,11 @@ BEGIN
                        CASE WHEN to_regclass(mapping) IS NULL THEN 'to be created' ELSE 'exists' END);
 
     RETURN NEXT '  columns that change together, with the rows each batch run will rewrite:';
-    FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names,
                     objectid_internal.rekey_readable(tbl, c.relid) AS all_uuid
                FROM objectid_internal.rekey_columns(tbl) c
-              GROUP BY c.relid ORDER BY min(c.depth), c.relid::text
+              GROUP BY c.relid ORDER BY min(c.depth), c.relid::text) x)
     LOOP
         rows_touched := NULL;
         IF r.all_uuid AND as_owner THEN

@@ -203,7 +203,9 @@ BEGIN
             tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
         IF refresh_materialized_views THEN
             BEGIN
-                FOR r IN SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v LOOP
+                -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+                FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT v.matview FROM objectid_internal.rekey_materialized_views(tbl) v) x)
+                LOOP
                     PERFORM objectid_internal.rekey_refresh_materialized_view(r.matview::oid);
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;

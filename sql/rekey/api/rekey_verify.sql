@@ -65,7 +65,9 @@ BEGIN
     END IF;
     RETURN NEXT;
 
-    FOR r IN SELECT * FROM objectid_internal.rekey_columns(tbl) c WHERE c.depth > 0 LOOP
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT * FROM objectid_internal.rekey_columns(tbl) c WHERE c.depth > 0) x)
+    LOOP
         check_name := format('version-4 values in %s.%I', r.relid, r.attname);
         IF NOT objectid_internal.rekey_readable(tbl, r.relid::oid) THEN
             status := 'failed';
@@ -81,7 +83,9 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 
-    FOR r IN SELECT * FROM objectid_internal.rekey_references(tbl) LOOP
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT * FROM objectid_internal.rekey_references(tbl)) x)
+    LOOP
         check_name := format('foreign key %I on %s', r.constraint_name, r.referencing_table);
         IF NOT (objectid_internal.rekey_readable(tbl, r.referencing_table::oid)
                 AND objectid_internal.rekey_readable(tbl, r.referenced_table::oid)) THEN

@@ -34,7 +34,8 @@ BEGIN
                                                  time_column, tbl);
     END IF;
 
-    FOR r IN SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
+    -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
+    FOREACH r IN ARRAY ARRAY(SELECT x FROM (SELECT c.*, cl.relkind, cl.relrowsecurity, cl.relowner, cl.relispartition, a.attgenerated,
                     EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.relid OR i.inhparent = c.relid) AS inherits,
                     -- Whether rewriting the column can move a row to another partition: it is in
                     -- the partition key, or may be (an expression) at some level below.
@@ -44,7 +45,7 @@ BEGIN
                              WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
                FROM objectid_internal.rekey_columns(tbl) c
                JOIN pg_class cl ON cl.oid = c.relid
-               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
+               JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum) x)
     LOOP
         IF r.relowner <> owner THEN
             -- Its triggers, CHECK constraints and index expressions would run as whoever rekeys.
