@@ -16,6 +16,8 @@ cd "$ROOT"
 
 log "core unit tests"
 cargo test
+# The 0.5.0 -> 0.6.0 update script is generated from sql/rekey/: refuse a stale one.
+python3 "$ROOT/scripts/rekey_update_sql.py" --check
 
 # The server suite is an ordinary client program, the same for every server version; so is the
 # Citus suite.

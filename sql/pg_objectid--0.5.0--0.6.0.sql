@@ -227,11 +227,22 @@ BEGIN
 END
 $body$;
 
+-- A column that holds values of the key (rekey_columns): its table, number, name and type, and
+-- the number of foreign keys between it and the key. A batch reads them from the catalogs once,
+-- as an array of these, and checks and builds everything else from that array.
+CREATE TYPE objectid_internal.rekey_column AS (
+    relid regclass,
+    attnum smallint,
+    attname name,
+    atttype regtype,
+    depth integer
+);
+
 -- Every column that holds values of the key: the key, every column that references it, and every
 -- column that references one of those (a child's key used by a grandchild), with the number of
 -- foreign keys between it and the key. These change together in each batch.
 CREATE FUNCTION objectid_internal.rekey_columns(tbl regclass)
-    RETURNS TABLE (relid regclass, attnum smallint, attname name, atttype regtype, depth integer)
+    RETURNS SETOF objectid_internal.rekey_column
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
@@ -256,16 +267,17 @@ SELECT r.relid::regclass, r.attnum, a.attname, a.atttypid::regtype, min(r.depth)
  ORDER BY min(r.depth), r.relid::regclass::text, r.attnum
 $body$;
 
--- Every table a rewrite of tbl's key touches: each table that changes (rekey_columns) and, for a
--- partitioned one, every partition below it, where its rows are and whose own triggers, rules,
--- constraints and owner matter as much as the root's. root is the table of rekey_columns.
-CREATE FUNCTION objectid_internal.rekey_tables(tbl regclass)
+-- Every table a rewrite of the columns (rekey_columns of the key's table) touches: each table
+-- that changes and, for a partitioned one, every partition below it, where its rows are and whose
+-- own triggers, rules, constraints and owner matter as much as the root's. root is the table of
+-- the column.
+CREATE FUNCTION objectid_internal.rekey_tables(columns objectid_internal.rekey_column[])
     RETURNS TABLE (relid regclass, root regclass)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 SELECT DISTINCT x.relid, x.root
-  FROM (SELECT DISTINCT c.relid FROM objectid_internal.rekey_columns(tbl) c) r
+  FROM (SELECT DISTINCT c.relid FROM unnest(columns) c) r
   CROSS JOIN LATERAL (SELECT r.relid AS relid, r.relid AS root
                       UNION
                       SELECT p.relid, r.relid FROM pg_partition_tree(r.relid) p) x
@@ -502,27 +514,55 @@ CREATE TYPE objectid_internal.rekey_batch_statements AS (
     rewrite_query text
 );
 
+-- The size of the next batch when rekey_run sizes them (batch_size => NULL, the default): a batch
+-- holds its rows' locks until it commits, so a concurrent writer that needs one of them waits up
+-- to a batch's time. The first batch has first_size keys (NULL arguments); each next one is
+-- sized from the last (a window of size keys, of which keys were rekeyed, in seconds) to take
+-- about target_seconds, at most twice or half the last and within least_size .. most_size keys.
+-- A window without version-4 keys to rekey says nothing about the time a key takes: it doubles.
+-- One row.
+CREATE FUNCTION objectid_internal.rekey_batch_size(size integer, keys bigint, seconds float8)
+    RETURNS TABLE (next_size integer, first_size integer, target_seconds float8, least_size integer,
+                   most_size integer)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+SELECT CASE WHEN size IS NULL THEN k.first_size
+            ELSE least(k.most_size, greatest(k.least_size, least(size * 2, greatest(size / 2,
+                     CASE WHEN coalesce(keys, 0) = 0 OR seconds IS NULL THEN size * 2
+                          ELSE (size * k.target_seconds / greatest(seconds, 0.001))::bigint END))))::integer END,
+       k.first_size, k.target_seconds, k.least_size, k.most_size
+  FROM (VALUES (1000, 0.5::float8, 100, 50000)) k (first_size, target_seconds, least_size, most_size)
+$body$;
+
 CREATE FUNCTION objectid_internal.rekey_statements(tbl regclass, time_column name, time_zone text,
-                                                   mapping_table text)
+                                                   mapping_table text,
+                                                   columns objectid_internal.rekey_column[] DEFAULT NULL)
     RETURNS objectid_internal.rekey_batch_statements
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := objectid_internal.rekey_key_column(tbl);
-    time_expr text := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
+    key name;
+    time_expr text;
     updates text[] := '{}';
     counts text[] := '{}';
     r record;
     i integer := 0;
     result objectid_internal.rekey_batch_statements;
 BEGIN
+    -- Strict in all but columns (NULL: read here).
+    IF tbl IS NULL OR time_column IS NULL OR time_zone IS NULL OR mapping_table IS NULL THEN
+        RETURN NULL;
+    END IF;
+    key := objectid_internal.rekey_key_column(tbl);
+    time_expr := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
     IF time_expr IS NULL THEN
         RAISE EXCEPTION 'column "%" of % is not a timestamptz, timestamp or date column', time_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c))) c
               GROUP BY c.relid
               ORDER BY min(c.depth), c.relid::text
     LOOP
@@ -594,8 +634,10 @@ $body$;
 -- What stops a rekey of tbl, one line each, before anything changes. rekey_plan lists them;
 -- rekey_run refuses to start or resume while there is any. mapping_table is the name of the
 -- mapping table (NULL: the default); for a rekey already started, rekey_name of the recorded one.
+-- columns: rekey_columns(tbl) as an array, when the caller has read them already (NULL: read here).
 CREATE FUNCTION objectid_internal.rekey_problems(tbl regclass, time_column name, mapping_table text,
-                                                 fire_triggers boolean)
+                                                 fire_triggers boolean,
+                                                 columns objectid_internal.rekey_column[] DEFAULT NULL)
     RETURNS TABLE (code text, problem text)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
@@ -607,6 +649,7 @@ DECLARE
     mapping_oid regclass;
     mapping_schema text;
     problem text;
+    cols objectid_internal.rekey_column[] := coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c));
     r record;
 BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -636,7 +679,7 @@ BEGIN
                               JOIN pg_partitioned_table pt ON pt.partrelid = t.relid
                               JOIN pg_attribute ta ON ta.attrelid = t.relid AND ta.attname = a.attname
                              WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(cols) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum) x)
     LOOP
@@ -697,11 +740,11 @@ BEGIN
     -- A rewritten column that is also in a foreign key to columns the rekey does not change: its
     -- new values would have to exist there (the table's key itself referencing another table, say).
     FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(cols) c
                JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid AND k.conparentid = 0
                CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
               WHERE k.conkey[i] = c.attnum
-                AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) t
+                AND NOT EXISTS (SELECT FROM unnest(cols) t
                                  WHERE t.relid = k.confrelid AND t.attnum = k.confkey[i])
               ORDER BY 1, 2, 3
     LOOP
@@ -713,7 +756,7 @@ BEGIN
     -- partitioned table: the rekey would not follow it, and a row that moves to another partition
     -- would fire its ON DELETE action (it is not one PostgreSQL treats as the root's).
     FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS partition, x.root
-               FROM objectid_internal.rekey_tables(tbl) x
+               FROM objectid_internal.rekey_tables(cols) x
                JOIN pg_constraint k ON k.contype = 'f' AND k.confrelid = x.relid AND k.conparentid = 0
               WHERE x.relid <> x.root
               ORDER BY 1, 2
@@ -724,7 +767,7 @@ BEGIN
 
     -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
     FOR r IN SELECT x.relid, x.root, c.relowner
-               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
+               FROM objectid_internal.rekey_tables(cols) x JOIN pg_class c ON c.oid = x.relid
               WHERE x.relid <> x.root AND c.relowner <> owner
               ORDER BY 1
     LOOP
@@ -736,12 +779,12 @@ BEGIN
     -- triggers on a rewritten column (matched by name: a partition's columns may be numbered
     -- otherwise), and where rows can move between partitions, their DELETE and INSERT triggers.
     FOR r IN SELECT DISTINCT x.relid, t.tgname
-               FROM objectid_internal.rekey_tables(tbl) x
+               FROM objectid_internal.rekey_tables(cols) x
                JOIN pg_trigger t ON t.tgrelid = x.relid
               WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
                 AND (((t.tgtype & 16) <> 0
                       AND (cardinality(t.tgattr::int2[]) = 0
-                           OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
+                           OR EXISTS (SELECT FROM unnest(cols) c2
                                         JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
                                        WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))))
                      OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
@@ -754,7 +797,7 @@ BEGIN
                            r.tgname, r.relid);
     END LOOP;
     FOR r IN SELECT DISTINCT x.relid, w.rulename
-               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_rewrite w ON w.ev_class = x.relid
+               FROM objectid_internal.rekey_tables(cols) x JOIN pg_rewrite w ON w.ev_class = x.relid
               WHERE w.ev_type = '2' ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);
@@ -995,7 +1038,7 @@ $body$;
 -- rekey already started, its recorded time column and mapping table are used, and the counts are
 -- of what is left.
 CREATE FUNCTION @extschema@.rekey_plan(tbl regclass, time_column name DEFAULT NULL,
-                                       batch_size integer DEFAULT 10000, mapping_table text DEFAULT NULL,
+                                       batch_size integer DEFAULT NULL, mapping_table text DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false)
     RETURNS SETOF text
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1027,7 +1070,7 @@ DECLARE
     r record;
     line text;
 BEGIN
-    IF batch_size IS NULL OR batch_size < 1 THEN
+    IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     END IF;
     st := objectid_internal.rekey_state_of(tbl);
@@ -1154,9 +1197,14 @@ BEGIN
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
     END IF;
-    RETURN NEXT format('     then %s windows of up to %s keys in key order, the version-4 keys of each a batch in its own'
+    RETURN NEXT format('     then %s in key order, the version-4 keys of each a batch in its own'
                        ' transaction (with enable_seqscan off), as %s in a security-restricted operation:',
-                       coalesce(((total + batch_size - 1) / batch_size)::text, 'the'), batch_size,
+                       CASE WHEN batch_size IS NULL
+                            THEN (SELECT format('windows sized to take about %s s each (%s to %s keys, %s first)',
+                                                k.target_seconds, k.least_size, k.most_size, k.first_size)
+                                    FROM objectid_internal.rekey_batch_size(NULL, NULL, NULL) k)
+                            ELSE format('%s windows of up to %s keys',
+                                        coalesce(((total + batch_size - 1) / batch_size)::text, 'the'), batch_size) END,
                        (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl));
     IF time_column IS NOT NULL AND objectid_internal.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
        AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c WHERE c.atttype <> 'uuid'::regtype) THEN
@@ -1426,6 +1474,8 @@ DECLARE
     code text;
     deferrable_constraints text;
     updated bigint;
+    -- Read once, under the locks taken below they cannot change before the rewrite.
+    cols objectid_internal.rekey_column[];
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -1450,10 +1500,12 @@ BEGIN
                     || ' IN ROW EXCLUSIVE MODE'
                FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c
                      UNION SELECT st.mapping_table) x);
+    -- Again now that they are locked: a foreign key added in between is followed too.
+    cols := ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c);
     SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
       INTO problems, code
       FROM objectid_internal.rekey_problems(tbl, st.time_column, objectid_internal.rekey_name(st.mapping_table),
-                                            fire_triggers) p;
+                                            fire_triggers, cols) p;
     IF cardinality(problems) > 0 THEN
         RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
             USING ERRCODE = code, DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
@@ -1467,13 +1519,13 @@ BEGIN
       INTO deferrable_constraints
       FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
      WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x)
-            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x));
+       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x)
+            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x));
     IF deferrable_constraints IS NOT NULL THEN
         EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
     END IF;
     statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
-                                                     objectid_internal.rekey_name(st.mapping_table));
+                                                     objectid_internal.rekey_name(st.mapping_table), cols);
     SELECT * INTO done
       FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.lock_query,
                                                   statements.map_query, statements.rewrite_query, st.high_water,
@@ -1524,8 +1576,10 @@ $body$;
 -- block, can commit: anywhere else it refuses before anything changes, unless in_one_transaction
 -- asks for the whole work in the current transaction. With refresh_materialized_views, the
 -- materialized views that read the key (rekey_materialized_views) are refreshed once it finishes.
+-- Without a batch_size, each batch is sized from the time the last one took
+-- (rekey_batch_size), so that none holds its locks for much more than half a second.
 CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NULL,
-                                       batch_size integer DEFAULT 10000, pause interval DEFAULT '0',
+                                       batch_size integer DEFAULT NULL, pause interval DEFAULT '0',
                                        lock_timeout interval DEFAULT '1s', max_retries integer DEFAULT 10,
                                        fallback_time timestamptz DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false, mapping_table text DEFAULT NULL,
@@ -1555,6 +1609,9 @@ DECLARE
     failure pg_catalog.text;
     failure_state pg_catalog.text;
     r record;
+    size integer := batch_size;
+    sizing pg_catalog.text;
+    batch_started pg_catalog.timestamptz;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     committing := committing AND NOT in_one_transaction;
@@ -1562,7 +1619,7 @@ BEGIN
     lock_key := (1919249273::bigint << 32) | tbl::oid::bigint;
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'rekey_run needs a table' USING ERRCODE = 'null_value_not_allowed';
-    ELSIF batch_size IS NULL OR batch_size < 1 THEN
+    ELSIF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     ELSIF max_retries IS NULL OR max_retries < 0 OR pause IS NULL OR pause < interval '0'
           OR lock_timeout IS NULL OR lock_timeout < interval '0' OR lock_timeout >= interval '24 days'
@@ -1642,8 +1699,15 @@ BEGIN
         END IF;
         RAISE;
     END;
-    RAISE NOTICE 'rekey of %: % of % version-4 keys done, pass %, batches of up to % keys',
-        tbl, st.keys_done, st.keys_total, st.pass, batch_size;
+    IF batch_size IS NULL THEN
+        SELECT k.first_size, format('batches sized to take about %s s each (%s to %s keys, %s first)', k.target_seconds,
+                                    k.least_size, k.most_size, k.first_size)
+          INTO size, sizing
+          FROM objectid_internal.rekey_batch_size(NULL, NULL, NULL) k;
+    ELSE
+        sizing := format('batches of up to %s keys', batch_size);
+    END IF;
+    RAISE NOTICE 'rekey of %: % of % version-4 keys done, pass %, %', tbl, st.keys_done, st.keys_total, st.pass, sizing;
     IF committing THEN
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -1655,8 +1719,14 @@ BEGIN
         LOOP
             BEGIN
                 PERFORM set_config('lock_timeout', lock_ms, true);
-                n := objectid_internal.rekey_batch(tbl, batch_size, fire_triggers);
+                batch_started := clock_timestamp();
+                n := objectid_internal.rekey_batch(tbl, size, fire_triggers);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
+                IF batch_size IS NULL THEN
+                    size := (SELECT k.next_size
+                               FROM objectid_internal.rekey_batch_size(size, n,
+                                        extract(epoch FROM clock_timestamp() - batch_started)::pg_catalog.float8) k);
+                END IF;
                 EXIT;
             EXCEPTION
                 WHEN lock_not_available OR deadlock_detected OR serialization_failure

@@ -36,6 +36,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "u",
         false,
     ),
+    ("objectid_internal.rekey_batch_size", "i", false, "s", false),
     ("objectid_internal.rekey_can_commit", "v", true, "r", false),
     (
         "objectid_internal.rekey_column_indexed",
@@ -124,7 +125,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_state_of", "s", true, "s", false),
-    ("objectid_internal.rekey_statements", "s", true, "s", false),
+    ("objectid_internal.rekey_statements", "s", false, "s", false),
     (
         "objectid_internal.rekey_status_rows",
         "s",

@@ -1001,6 +1001,80 @@ fn in_one_transaction_when_asked() {
     assert_verified(&mut c, "customers");
 }
 
+/// Without a batch size, rekey_run sizes each batch from the time the last one took
+/// (objectid_internal.rekey_batch_size): the rule at its edges, then a run that uses it, planned
+/// and verified like any other.
+#[test]
+fn batches_sized_by_time_without_a_batch_size() {
+    let mut c = fresh_db("t_rekey_batch_sized");
+    for (args, want) in [
+        ("NULL, NULL, NULL", 1000),
+        // About half a second, at most twice or half the last, within 100 .. 50000.
+        ("1000, 1000, 0.25", 2000),
+        ("1000, 1000, 0.1", 2000),
+        ("1000, 1000, 1.0", 500),
+        ("1000, 1000, 10", 500),
+        ("1000, 500, 0.5", 1000),
+        ("1000, 1000, 0", 2000),
+        // A window without a key to rekey: the time says nothing, it doubles.
+        ("1000, 0, 0.01", 2000),
+        ("1000, 0, 30", 2000),
+        ("40000, 40000, 0.1", 50000),
+        ("50000, 1, 0.0001", 50000),
+        ("150, 150, 5", 100),
+        ("100, 100, 1000", 100),
+    ] {
+        assert_eq!(
+            one_i64(
+                &mut c,
+                &format!("SELECT next_size::int8 FROM objectid_internal.rekey_batch_size({args})")
+            ),
+            want,
+            "rekey_batch_size({args})"
+        );
+    }
+
+    create_shop(&mut c, 2500);
+    c.batch_execute(
+        "CREATE TABLE old_customers AS SELECT name, id FROM customers;
+         CREATE TABLE old_orders AS SELECT number, id FROM orders",
+    )
+    .unwrap();
+    let plan: Vec<String> = c
+        .query("SELECT * FROM rekey_plan('customers', 'created_at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let text = plan.join("\n");
+    assert!(
+        text.contains("then windows sized to take about 0.5 s each (100 to 50000 keys, 1000 first) in key order"),
+        "{text}"
+    );
+    let before = counts(&mut c);
+    c.batch_execute("SELECT rekey_switch_default('customers')")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('customers', 'created_at')")
+        .unwrap();
+    assert_eq!(counts(&mut c), before);
+    assert_mapping_complete(&mut c);
+    assert_verified(&mut c, "customers");
+    // 2500 keys: 1000 first, then no more than twice the last.
+    assert!(
+        one_i64(
+            &mut c,
+            "SELECT batches FROM rekey_status WHERE table_name = 'customers'::regclass"
+        ) >= 2
+    );
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM customers WHERE uuid_extract_version(id) <> 7"
+        ),
+        0
+    );
+}
+
 /// The fenced block that follows `marker` in docs/migration.md.
 fn docs_block(marker: &str) -> String {
     let docs =

@@ -9,8 +9,10 @@
 -- block, can commit: anywhere else it refuses before anything changes, unless in_one_transaction
 -- asks for the whole work in the current transaction. With refresh_materialized_views, the
 -- materialized views that read the key (rekey_materialized_views) are refreshed once it finishes.
+-- Without a batch_size, each batch is sized from the time the last one took
+-- (rekey_batch_size), so that none holds its locks for much more than half a second.
 CREATE PROCEDURE @extschema@.rekey_run(tbl regclass, time_column name DEFAULT NULL,
-                                       batch_size integer DEFAULT 10000, pause interval DEFAULT '0',
+                                       batch_size integer DEFAULT NULL, pause interval DEFAULT '0',
                                        lock_timeout interval DEFAULT '1s', max_retries integer DEFAULT 10,
                                        fallback_time timestamptz DEFAULT NULL,
                                        fire_triggers boolean DEFAULT false, mapping_table text DEFAULT NULL,
@@ -40,6 +42,9 @@ DECLARE
     failure pg_catalog.text;
     failure_state pg_catalog.text;
     r record;
+    size integer := batch_size;
+    sizing pg_catalog.text;
+    batch_started pg_catalog.timestamptz;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     committing := committing AND NOT in_one_transaction;
@@ -47,7 +52,7 @@ BEGIN
     lock_key := (1919249273::bigint << 32) | tbl::oid::bigint;
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'rekey_run needs a table' USING ERRCODE = 'null_value_not_allowed';
-    ELSIF batch_size IS NULL OR batch_size < 1 THEN
+    ELSIF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
     ELSIF max_retries IS NULL OR max_retries < 0 OR pause IS NULL OR pause < interval '0'
           OR lock_timeout IS NULL OR lock_timeout < interval '0' OR lock_timeout >= interval '24 days'
@@ -127,8 +132,15 @@ BEGIN
         END IF;
         RAISE;
     END;
-    RAISE NOTICE 'rekey of %: % of % version-4 keys done, pass %, batches of up to % keys',
-        tbl, st.keys_done, st.keys_total, st.pass, batch_size;
+    IF batch_size IS NULL THEN
+        SELECT k.first_size, format('batches sized to take about %s s each (%s to %s keys, %s first)', k.target_seconds,
+                                    k.least_size, k.most_size, k.first_size)
+          INTO size, sizing
+          FROM objectid_internal.rekey_batch_size(NULL, NULL, NULL) k;
+    ELSE
+        sizing := format('batches of up to %s keys', batch_size);
+    END IF;
+    RAISE NOTICE 'rekey of %: % of % version-4 keys done, pass %, %', tbl, st.keys_done, st.keys_total, st.pass, sizing;
     IF committing THEN
         COMMIT;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -140,8 +152,14 @@ BEGIN
         LOOP
             BEGIN
                 PERFORM set_config('lock_timeout', lock_ms, true);
-                n := objectid_internal.rekey_batch(tbl, batch_size, fire_triggers);
+                batch_started := clock_timestamp();
+                n := objectid_internal.rekey_batch(tbl, size, fire_triggers);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
+                IF batch_size IS NULL THEN
+                    size := (SELECT k.next_size
+                               FROM objectid_internal.rekey_batch_size(size, n,
+                                        extract(epoch FROM clock_timestamp() - batch_started)::pg_catalog.float8) k);
+                END IF;
                 EXIT;
             EXCEPTION
                 WHEN lock_not_available OR deadlock_detected OR serialization_failure

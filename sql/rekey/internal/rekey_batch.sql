@@ -19,6 +19,8 @@ DECLARE
     code text;
     deferrable_constraints text;
     updated bigint;
+    -- Read once, under the locks taken below they cannot change before the rewrite.
+    cols objectid_internal.rekey_column[];
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -43,10 +45,12 @@ BEGIN
                     || ' IN ROW EXCLUSIVE MODE'
                FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c
                      UNION SELECT st.mapping_table) x);
+    -- Again now that they are locked: a foreign key added in between is followed too.
+    cols := ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c);
     SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
       INTO problems, code
       FROM objectid_internal.rekey_problems(tbl, st.time_column, objectid_internal.rekey_name(st.mapping_table),
-                                            fire_triggers) p;
+                                            fire_triggers, cols) p;
     IF cardinality(problems) > 0 THEN
         RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
             USING ERRCODE = code, DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
@@ -60,13 +64,13 @@ BEGIN
       INTO deferrable_constraints
       FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
      WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x)
-            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(tbl) x));
+       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x)
+            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x));
     IF deferrable_constraints IS NOT NULL THEN
         EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
     END IF;
     statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
-                                                     objectid_internal.rekey_name(st.mapping_table));
+                                                     objectid_internal.rekey_name(st.mapping_table), cols);
     SELECT * INTO done
       FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.lock_query,
                                                   statements.map_query, statements.rewrite_query, st.high_water,

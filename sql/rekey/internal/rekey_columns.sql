@@ -2,7 +2,7 @@
 -- column that references one of those (a child's key used by a grandchild), with the number of
 -- foreign keys between it and the key. These change together in each batch.
 CREATE FUNCTION objectid_internal.rekey_columns(tbl regclass)
-    RETURNS TABLE (relid regclass, attnum smallint, attname name, atttype regtype, depth integer)
+    RETURNS SETOF objectid_internal.rekey_column
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$

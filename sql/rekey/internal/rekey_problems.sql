@@ -1,8 +1,10 @@
 -- What stops a rekey of tbl, one line each, before anything changes. rekey_plan lists them;
 -- rekey_run refuses to start or resume while there is any. mapping_table is the name of the
 -- mapping table (NULL: the default); for a rekey already started, rekey_name of the recorded one.
+-- columns: rekey_columns(tbl) as an array, when the caller has read them already (NULL: read here).
 CREATE FUNCTION objectid_internal.rekey_problems(tbl regclass, time_column name, mapping_table text,
-                                                 fire_triggers boolean)
+                                                 fire_triggers boolean,
+                                                 columns objectid_internal.rekey_column[] DEFAULT NULL)
     RETURNS TABLE (code text, problem text)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
@@ -14,6 +16,7 @@ DECLARE
     mapping_oid regclass;
     mapping_schema text;
     problem text;
+    cols objectid_internal.rekey_column[] := coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c));
     r record;
 BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -43,7 +46,7 @@ BEGIN
                               JOIN pg_partitioned_table pt ON pt.partrelid = t.relid
                               JOIN pg_attribute ta ON ta.attrelid = t.relid AND ta.attname = a.attname
                              WHERE ta.attnum = ANY (pt.partattrs::int2[]) OR pt.partexprs IS NOT NULL) AS moves_rows
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(cols) c
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum) x)
     LOOP
@@ -104,11 +107,11 @@ BEGIN
     -- A rewritten column that is also in a foreign key to columns the rekey does not change: its
     -- new values would have to exist there (the table's key itself referencing another table, say).
     FOR r IN SELECT DISTINCT c.relid, c.attname, k.conname, k.confrelid::regclass AS target
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(cols) c
                JOIN pg_constraint k ON k.contype = 'f' AND k.conrelid = c.relid AND k.conparentid = 0
                CROSS JOIN LATERAL generate_subscripts(k.conkey, 1) AS i
               WHERE k.conkey[i] = c.attnum
-                AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) t
+                AND NOT EXISTS (SELECT FROM unnest(cols) t
                                  WHERE t.relid = k.confrelid AND t.attnum = k.confkey[i])
               ORDER BY 1, 2, 3
     LOOP
@@ -120,7 +123,7 @@ BEGIN
     -- partitioned table: the rekey would not follow it, and a row that moves to another partition
     -- would fire its ON DELETE action (it is not one PostgreSQL treats as the root's).
     FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS partition, x.root
-               FROM objectid_internal.rekey_tables(tbl) x
+               FROM objectid_internal.rekey_tables(cols) x
                JOIN pg_constraint k ON k.contype = 'f' AND k.confrelid = x.relid AND k.conparentid = 0
               WHERE x.relid <> x.root
               ORDER BY 1, 2
@@ -131,7 +134,7 @@ BEGIN
 
     -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
     FOR r IN SELECT x.relid, x.root, c.relowner
-               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_class c ON c.oid = x.relid
+               FROM objectid_internal.rekey_tables(cols) x JOIN pg_class c ON c.oid = x.relid
               WHERE x.relid <> x.root AND c.relowner <> owner
               ORDER BY 1
     LOOP
@@ -143,12 +146,12 @@ BEGIN
     -- triggers on a rewritten column (matched by name: a partition's columns may be numbered
     -- otherwise), and where rows can move between partitions, their DELETE and INSERT triggers.
     FOR r IN SELECT DISTINCT x.relid, t.tgname
-               FROM objectid_internal.rekey_tables(tbl) x
+               FROM objectid_internal.rekey_tables(cols) x
                JOIN pg_trigger t ON t.tgrelid = x.relid
               WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
                 AND (((t.tgtype & 16) <> 0
                       AND (cardinality(t.tgattr::int2[]) = 0
-                           OR EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c2
+                           OR EXISTS (SELECT FROM unnest(cols) c2
                                         JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
                                        WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))))
                      OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
@@ -161,7 +164,7 @@ BEGIN
                            r.tgname, r.relid);
     END LOOP;
     FOR r IN SELECT DISTINCT x.relid, w.rulename
-               FROM objectid_internal.rekey_tables(tbl) x JOIN pg_rewrite w ON w.ev_class = x.relid
+               FROM objectid_internal.rekey_tables(cols) x JOIN pg_rewrite w ON w.ev_class = x.relid
               WHERE w.ev_type = '2' ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('rule %I on %s rewrites UPDATE: drop it for the rekey', r.rulename, r.relid);

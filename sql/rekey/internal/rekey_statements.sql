@@ -1,24 +1,31 @@
 CREATE FUNCTION objectid_internal.rekey_statements(tbl regclass, time_column name, time_zone text,
-                                                   mapping_table text)
+                                                   mapping_table text,
+                                                   columns objectid_internal.rekey_column[] DEFAULT NULL)
     RETURNS objectid_internal.rekey_batch_statements
-    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $body$
 DECLARE
-    key name := objectid_internal.rekey_key_column(tbl);
-    time_expr text := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
+    key name;
+    time_expr text;
     updates text[] := '{}';
     counts text[] := '{}';
     r record;
     i integer := 0;
     result objectid_internal.rekey_batch_statements;
 BEGIN
+    -- Strict in all but columns (NULL: read here).
+    IF tbl IS NULL OR time_column IS NULL OR time_zone IS NULL OR mapping_table IS NULL THEN
+        RETURN NULL;
+    END IF;
+    key := objectid_internal.rekey_key_column(tbl);
+    time_expr := objectid_internal.rekey_time_expression(tbl, time_column, time_zone);
     IF time_expr IS NULL THEN
         RAISE EXCEPTION 'column "%" of % is not a timestamptz, timestamp or date column', time_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth
-               FROM objectid_internal.rekey_columns(tbl) c
+               FROM unnest(coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c))) c
               GROUP BY c.relid
               ORDER BY min(c.depth), c.relid::text
     LOOP
