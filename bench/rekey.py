@@ -207,7 +207,9 @@ def measure(dsn, db, method, parents, batch_size, shape):
         c.execute("UPDATE parent SET id = uuidv7_at(created_at)")
     else:
         c.execute("SELECT rekey_switch_default('parent')")
-        c.execute(f"CALL rekey_run('parent', 'created_at', batch_size => {batch_size}, lock_timeout => '5s')")
+        # "default": no batch_size, so rekey_run sizes each batch by the time the last one took.
+        size = "" if batch_size == "default" else f", batch_size => {batch_size}"
+        c.execute(f"CALL rekey_run('parent', 'created_at'{size}, lock_timeout => '5s')")
     seconds = time.monotonic() - started
     probe.stop.set()
     probe.join()
@@ -233,12 +235,12 @@ def main():
     p.add_argument("--dsn", required=True)
     p.add_argument("--parents", type=int, default=2_000_000)
     p.add_argument("--batch-size", default="10000",
-                   help="the toolkit's batch sizes, comma-separated; the first is compared with the naive update")
+                   help="the toolkit's batch sizes, comma-separated (default: rekey_run's own sizing); the first is compared with the naive update")
     p.add_argument("--shapes", default="one_column", help=f"comma-separated, of {', '.join(SHAPES)}")
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--json", required=True)
     a = p.parse_args()
-    batch_sizes = [int(b) for b in a.batch_size.split(",")]
+    batch_sizes = [b if b == "default" else int(b) for b in a.batch_size.split(",")]
     shapes = a.shapes.split(",")
     for shape in shapes:
         if shape not in SHAPES:

@@ -8,7 +8,8 @@
 #
 #   --scale N       multiplies the row counts (default 1)
 #   --reps N        runs of each method; medians are reported (default 1)
-#   --batch-size N  the toolkit's batch sizes, the first compared with the naive update (default 10000)
+#   --batch-size N  the toolkit's batch sizes ("default": rekey_run's sizing by time), the first
+#                   compared with the naive update (default: default)
 #   --shapes S      one_column, self_reference, two_foreign_keys, composite_child, partitioned_child,
 #                   or all (default one_column)
 #   --json FILE     where the results go (default docs/bench-rekey.json; docs/bench-rekey-shapes.json
@@ -17,7 +18,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-scale=1 reps=1 batch=10000 pg=17 shapes=one_column json="$ROOT/docs/bench-rekey.json"
+scale=1 reps=1 batch=default pg=17 shapes=one_column json="$ROOT/docs/bench-rekey.json"
 while [ $# -gt 0 ]; do
     case $1 in
         --scale) scale=$2 ;;
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
         --shapes) shapes=$2 ;;
         --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
