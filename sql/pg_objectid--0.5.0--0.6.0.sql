@@ -75,8 +75,8 @@ CREATE FUNCTION objectid_internal.rekey_read_as_owner(relid oid, query text)
 
 -- One batch's statements (rekey_batch_statements), run as the owner of relid in a
 -- security-restricted operation (src/rekey/as_owner.rs).
-CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query text, lock_query text,
-                                                      map_query text, rewrite_query text, after uuid,
+CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query text, map_query text,
+                                                      rewrite_query text, after uuid,
                                                       batch_size integer, fallback_time timestamptz,
                                                       batch bigint)
     RETURNS TABLE (window_end uuid, keys uuid[], changed bigint[])
@@ -498,9 +498,9 @@ $body$;
 --   window_query   the next keys after $1, the high-water key, at most $2, the batch size, in key
 --                  order, whatever their version (so that the walk always goes through the key's
 --                  index);
---   lock_query     lock the window's version-4 keys not yet mapped: $1 the window; returns them in
---                  order;
---   map_query      map them: $1 the keys, $2 the fallback time, $3 the batch number;
+--   map_query      lock the window's version-4 keys not yet mapped and map each to its new key: $1
+--                  the window, $2 the fallback time, $3 the batch number; returns the keys mapped,
+--                  in order;
 --   rewrite_query  rewrite the key and every referencing column in one statement: $1 the keys;
 --                  returns the rows changed per table, in the order of rekey_columns (for the key's
 --                  table, the rows whose key became its new key).
@@ -509,7 +509,6 @@ $body$;
 -- one to be made).
 CREATE TYPE objectid_internal.rekey_batch_statements AS (
     window_query text,
-    lock_query text,
     map_query text,
     rewrite_query text
 );
@@ -598,15 +597,17 @@ BEGIN
         'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
         key, objectid_internal.rekey_relation(tbl::oid));
-    result.lock_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
-        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
-        ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
-        key, objectid_internal.rekey_relation(tbl::oid), mapping_table);
+    -- The lock and the mapping in one statement: each row is read once, its time with it, under
+    -- its lock (FOR UPDATE reads the latest version of a row changed since the statement began).
     result.map_query := format(
-        'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
-        ' FROM %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
-        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid));
+        'WITH l AS (SELECT t.%1$I AS k, %2$s AS at FROM %3$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
+        ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t),'
+        ' m AS (INSERT INTO %4$s (old_key, new_key, batch) SELECT l.k, objectid_internal.uuidv7_at(l.at), $3 FROM l'
+        ' RETURNING old_key)'
+        ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key) FROM m',
+        key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid),
+        mapping_table);
     result.rewrite_query := format(
         'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
         ' %s SELECT ARRAY[%s]',
@@ -1211,15 +1212,13 @@ BEGIN
         statements := objectid_internal.rekey_statements(tbl, time_column, zone, mapping);
         RETURN NEXT '     a. ' || statements.window_query;
         RETURN NEXT format('        lock: ACCESS SHARE on %s', tbl);
-        RETURN NEXT '     b. ' || statements.lock_query;
-        RETURN NEXT format('        lock: ROW SHARE on %s; the batch''s rows FOR UPDATE, so that updates and deletes of them,'
-                           ' and inserts that reference them, wait for the COMMIT', tbl);
-        RETURN NEXT '     c. ' || statements.map_query;
-        RETURN NEXT format('        lock: ROW EXCLUSIVE on %s', mapping);
-        RETURN NEXT '     d. ' || statements.rewrite_query;
+        RETURN NEXT '     b. ' || statements.map_query;
+        RETURN NEXT format('        lock: ROW SHARE on %s, ROW EXCLUSIVE on %s; the batch''s rows FOR UPDATE, so that updates'
+                           ' and deletes of them, and inserts that reference them, wait for the COMMIT', tbl, mapping);
+        RETURN NEXT '     c. ' || statements.rewrite_query;
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row',
                            (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM objectid_internal.rekey_columns(tbl) c));
-        RETURN NEXT '     e. UPDATE objectid_internal.rekey_state (progress), COMMIT, then the pause; a lock not granted'
+        RETURN NEXT '     d. UPDATE objectid_internal.rekey_state (progress), COMMIT, then the pause; a lock not granted'
                     ' within lock_timeout rolls the batch back and retries it';
     ELSE
         RETURN NEXT '     (the statements depend on the time column)';
@@ -1527,8 +1526,8 @@ BEGIN
     statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
                                                      objectid_internal.rekey_name(st.mapping_table), cols);
     SELECT * INTO done
-      FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.lock_query,
-                                                  statements.map_query, statements.rewrite_query, st.high_water,
+      FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.map_query,
+                                                  statements.rewrite_query, st.high_water,
                                                   batch_size, st.fallback_time, st.batches + 1);
     IF done.window_end IS NULL THEN
         UPDATE objectid_internal.rekey_state s

@@ -372,8 +372,8 @@ fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
 
 /// One batch's reads and writes on the tables of the set, as their owner in a security-restricted
 /// operation: the window of keys after `after` (at most `batch_size`), the lock of its version-4
-/// keys, their mapping (with `fallback_time` and the batch number), and the rewrite of the key and
-/// every referencing column. Returns the window's last key (NULL: no key left in this pass), the
+/// keys with their mapping (with `fallback_time` and the batch number), and the rewrite of the key
+/// and every referencing column. Returns the window's last key (NULL: no key left in this pass), the
 /// keys locked and mapped (NULL: none in the window), and the rows the rewrite changed per table.
 /// Each statement takes its parameters as `rekey_batch_statements` describes them.
 // pgrx's macro reads the result's columns from the literal tuple, so no type alias.
@@ -382,7 +382,6 @@ fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
 fn rekey_batch_as_owner(
     relid: pg_sys::Oid,
     window_query: &str,
-    lock_query: &str,
     map_query: &str,
     rewrite_query: &str,
     after: Uuid,
@@ -418,24 +417,21 @@ fn rekey_batch_as_owner(
             let window = no_nulls(window, "window");
             let window_end = window[window.len() - 1];
             let keys: Option<Vec<Option<Uuid>>> = client
-                .update(lock_query, None, &[DatumWithOid::from(window)])
+                .update(
+                    map_query,
+                    None,
+                    &[
+                        DatumWithOid::from(window),
+                        DatumWithOid::from(fallback_time),
+                        DatumWithOid::from(batch),
+                    ],
+                )
                 .and_then(|t| t.first().get_one())
                 .unwrap_or_else(|e| error!("{e}"));
             let Some(keys) = keys.filter(|k| !k.is_empty()) else {
                 return (Some(window_end), None, None);
             };
-            let keys = no_nulls(keys, "lock");
-            client
-                .update(
-                    map_query,
-                    None,
-                    &[
-                        DatumWithOid::from(keys.clone()),
-                        DatumWithOid::from(fallback_time),
-                        DatumWithOid::from(batch),
-                    ],
-                )
-                .unwrap_or_else(|e| error!("{e}"));
+            let keys = no_nulls(keys, "map");
             let changed: Option<Vec<Option<i64>>> = client
                 .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
                 .and_then(|t| t.first().get_one())

@@ -176,15 +176,13 @@ BEGIN
         statements := objectid_internal.rekey_statements(tbl, time_column, zone, mapping);
         RETURN NEXT '     a. ' || statements.window_query;
         RETURN NEXT format('        lock: ACCESS SHARE on %s', tbl);
-        RETURN NEXT '     b. ' || statements.lock_query;
-        RETURN NEXT format('        lock: ROW SHARE on %s; the batch''s rows FOR UPDATE, so that updates and deletes of them,'
-                           ' and inserts that reference them, wait for the COMMIT', tbl);
-        RETURN NEXT '     c. ' || statements.map_query;
-        RETURN NEXT format('        lock: ROW EXCLUSIVE on %s', mapping);
-        RETURN NEXT '     d. ' || statements.rewrite_query;
+        RETURN NEXT '     b. ' || statements.map_query;
+        RETURN NEXT format('        lock: ROW SHARE on %s, ROW EXCLUSIVE on %s; the batch''s rows FOR UPDATE, so that updates'
+                           ' and deletes of them, and inserts that reference them, wait for the COMMIT', tbl, mapping);
+        RETURN NEXT '     c. ' || statements.rewrite_query;
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row',
                            (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM objectid_internal.rekey_columns(tbl) c));
-        RETURN NEXT '     e. UPDATE objectid_internal.rekey_state (progress), COMMIT, then the pause; a lock not granted'
+        RETURN NEXT '     d. UPDATE objectid_internal.rekey_state (progress), COMMIT, then the pause; a lock not granted'
                     ' within lock_timeout rolls the batch back and retries it';
     ELSE
         RETURN NEXT '     (the statements depend on the time column)';

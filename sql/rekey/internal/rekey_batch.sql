@@ -72,8 +72,8 @@ BEGIN
     statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
                                                      objectid_internal.rekey_name(st.mapping_table), cols);
     SELECT * INTO done
-      FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.lock_query,
-                                                  statements.map_query, statements.rewrite_query, st.high_water,
+      FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.map_query,
+                                                  statements.rewrite_query, st.high_water,
                                                   batch_size, st.fallback_time, st.batches + 1);
     IF done.window_end IS NULL THEN
         UPDATE objectid_internal.rekey_state s

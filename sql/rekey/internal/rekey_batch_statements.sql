@@ -3,9 +3,9 @@
 --   window_query   the next keys after $1, the high-water key, at most $2, the batch size, in key
 --                  order, whatever their version (so that the walk always goes through the key's
 --                  index);
---   lock_query     lock the window's version-4 keys not yet mapped: $1 the window; returns them in
---                  order;
---   map_query      map them: $1 the keys, $2 the fallback time, $3 the batch number;
+--   map_query      lock the window's version-4 keys not yet mapped and map each to its new key: $1
+--                  the window, $2 the fallback time, $3 the batch number; returns the keys mapped,
+--                  in order;
 --   rewrite_query  rewrite the key and every referencing column in one statement: $1 the keys;
 --                  returns the rows changed per table, in the order of rekey_columns (for the key's
 --                  table, the rows whose key became its new key).
@@ -14,7 +14,6 @@
 -- one to be made).
 CREATE TYPE objectid_internal.rekey_batch_statements AS (
     window_query text,
-    lock_query text,
     map_query text,
     rewrite_query text
 );

@@ -61,15 +61,17 @@ BEGIN
         'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
         ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
         key, objectid_internal.rekey_relation(tbl::oid));
-    result.lock_query := format(
-        'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
-        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
-        ' AND NOT EXISTS (SELECT FROM %3$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t) s',
-        key, objectid_internal.rekey_relation(tbl::oid), mapping_table);
+    -- The lock and the mapping in one statement: each row is read once, its time with it, under
+    -- its lock (FOR UPDATE reads the latest version of a row changed since the statement began).
     result.map_query := format(
-        'INSERT INTO %1$s (old_key, new_key, batch) SELECT t.%2$I, objectid_internal.uuidv7_at(%3$s), $3'
-        ' FROM %4$s t WHERE t.%2$I OPERATOR(pg_catalog.=) ANY ($1)',
-        mapping_table, key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid));
+        'WITH l AS (SELECT t.%1$I AS k, %2$s AS at FROM %3$s t'
+        ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
+        ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t),'
+        ' m AS (INSERT INTO %4$s (old_key, new_key, batch) SELECT l.k, objectid_internal.uuidv7_at(l.at), $3 FROM l'
+        ' RETURNING old_key)'
+        ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key) FROM m',
+        key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid),
+        mapping_table);
     result.rewrite_query := format(
         'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
         ' %s SELECT ARRAY[%s]',
