@@ -25,6 +25,7 @@
 //! functions grant nothing their caller could not do as the owner.
 
 use std::ffi::CString;
+use std::panic::AssertUnwindSafe;
 
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
@@ -94,31 +95,42 @@ fn cursors() -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// The SQL that calls `function` (`pg_advisory_unlock`, `pg_try_advisory_lock`, their `_shared`
+/// forms chosen here by the lock's mode) on the advisory lock `lock` (`classid objid objsubid mode`,
+/// from advisory_locks); None for a lock not written so.
+fn advisory_lock_call(function: &str, lock: &str) -> Option<String> {
+    let parts: Vec<&str> = lock.split(' ').collect();
+    let [classid, objid, objsubid, mode] = parts[..] else {
+        return None;
+    };
+    let shared = if mode == "ShareLock" { "_shared" } else { "" };
+    let key = if objsubid == "1" {
+        format!("(({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) {objid}::pg_catalog.int8)")
+    } else {
+        // Two int4 keys, shown as OIDs: the low 32 bits, sign-extended.
+        format!(
+                "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
+                 (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
+            )
+    };
+    // A call that finds nothing to do warns (an unlock of a lock not held at session level): not
+    // worth showing.
+    Some(format!(
+        "SELECT pg_catalog.set_config('client_min_messages', 'error', true),
+                pg_catalog.{function}{shared}({key})"
+    ))
+}
+
 /// Releases the session-level advisory locks in `taken` that the owner's code took (`classid objid
 /// objsubid mode`, from advisory_locks): they would outlive the error that refuses its operation.
 /// Transaction-level ones go with the transaction.
 fn release_advisory_locks(taken: &[&String]) {
     for lock in taken {
-        let parts: Vec<&str> = lock.split(' ').collect();
-        let [classid, objid, objsubid, mode] = parts[..] else {
+        let Some(sql) = advisory_lock_call("pg_advisory_unlock", lock) else {
             continue;
         };
-        let shared = if mode == "ShareLock" { "_shared" } else { "" };
-        let key = if objsubid == "1" {
-            format!("(({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) {objid}::pg_catalog.int8)")
-        } else {
-            // Two int4 keys, shown as OIDs: the low 32 bits, sign-extended.
-            format!(
-                "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
-                 (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
-            )
-        };
         // Held at session level as many times as it was taken; transaction-level holds make the
-        // function return false (with a warning that is not worth showing).
-        let sql = format!(
-            "SELECT pg_catalog.set_config('client_min_messages', 'error', true),
-                    pg_catalog.pg_advisory_unlock{shared}({key})"
-        );
+        // function return false.
         for _ in 0..1000 {
             match Spi::connect_mut(|client| {
                 client
@@ -156,6 +168,22 @@ impl SessionState {
             temporary: temporary_objects(),
             locks: advisory_locks(),
             cursors: cursors(),
+        }
+    }
+
+    /// Puts the session's advisory locks back as `self` found them, after an error: the
+    /// subtransaction's abort undid the temporary objects and cursors, but session-level advisory
+    /// locks outlive it. A lock released meanwhile is taken again only if no one else took it.
+    fn restore_advisory_locks(&self) {
+        let now = advisory_locks();
+        let taken: Vec<&String> = now.iter().filter(|l| !self.locks.contains(l)).collect();
+        release_advisory_locks(&taken);
+        for lock in self.locks.iter().filter(|l| !now.contains(l)) {
+            if let Some(sql) = advisory_lock_call("pg_try_advisory_lock", lock) {
+                // Best effort: nothing else is left to do when another session has it now.
+                let _ =
+                    Spi::connect_mut(|client| client.update(sql.as_str(), None, &[]).map(|_| ()));
+            }
         }
     }
 
@@ -242,29 +270,68 @@ fn no_idle_cursors() {
     }
 }
 
-/// Runs `f` as `owner` inside a security-restricted operation (see the module's comment), and
-/// refuses what it left in the caller's session (SessionState); `whose` names whose code ran.
-fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
+/// Runs `f`, which runs a table owner's code, in a subtransaction of its own, as PL/pgSQL runs a
+/// block with an exception handler (exec_stmt_block in pl_exec.c), after no_idle_cursors; then
+/// refuses what it left in the caller's session (SessionState), naming `whose` code ran. On an
+/// error the subtransaction's abort undoes everything the code did in the database and the
+/// session but the session-level advisory locks it took or released, which are put back before
+/// the error goes on: an error is never a way to leave something behind.
+fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
     no_idle_cursors();
     let before = SessionState::now();
-    let mut save_userid = pg_sys::InvalidOid;
-    let mut save_sec_context: std::ffi::c_int = 0;
-    // SAFETY: these read and set backend-local state, as the maintenance commands named above do;
-    // the strings outlive the calls that copy them.
+    // SAFETY: exec_stmt_block's sequence: the subtransaction begins here and is released or rolled
+    // back here, with the caller's memory context and resource owner put back after each step.
     unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
-        pg_sys::SetUserIdAndSecContext(
-            owner,
-            save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
-        );
-        let nest_level = pg_sys::NewGUCNestLevel();
-        set_at_this_level("search_path", "pg_catalog, pg_temp");
-        let result = f();
-        before.must_be_unchanged(whose);
-        pg_sys::AtEOXact_GUC(false, nest_level);
-        pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
+        let context = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::CurrentMemoryContext = context;
+        let saved = AssertUnwindSafe((context, owner, &before));
+        let result = PgTryBuilder::new(AssertUnwindSafe(|| {
+            let result = f();
+            before.must_be_unchanged(whose);
+            result
+        }))
+        .catch_others(move |error| {
+            let (context, owner, before) = *saved;
+            pg_sys::CurrentMemoryContext = context;
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            pg_sys::CurrentMemoryContext = context;
+            pg_sys::CurrentResourceOwner = owner;
+            before.restore_advisory_locks();
+            error.rethrow()
+        })
+        .execute();
+        pg_sys::ReleaseCurrentSubTransaction();
+        pg_sys::CurrentMemoryContext = context;
+        pg_sys::CurrentResourceOwner = owner;
         result
     }
+}
+
+/// Runs `f` as `owner` inside a security-restricted operation (see the module's comment), guarded
+/// (above); `whose` names whose code ran.
+fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
+    guarded(whose, || {
+        let mut save_userid = pg_sys::InvalidOid;
+        let mut save_sec_context: std::ffi::c_int = 0;
+        // SAFETY: these read and set backend-local state, as the maintenance commands named above
+        // do; the strings outlive the calls that copy them. On an error the subtransaction's abort
+        // puts the user, security context and settings back.
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
+            pg_sys::SetUserIdAndSecContext(
+                owner,
+                save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
+            );
+            let nest_level = pg_sys::NewGUCNestLevel();
+            set_at_this_level("search_path", "pg_catalog, pg_temp");
+            let result = f();
+            pg_sys::AtEOXact_GUC(false, nest_level);
+            pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
+            result
+        }
+    })
 }
 
 /// Whether `caller` may run code as `role`: has its privileges and, from PostgreSQL 16 on, may
@@ -506,17 +573,16 @@ fn rekey_refresh_materialized_view(matview: pg_sys::Oid) {
     )
     .unwrap_or_else(|e| error!("cannot name the materialized view: {e}"))
     .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
-    no_idle_cursors();
-    let before = SessionState::now();
-    Spi::connect_mut(|client| {
-        client
-            .update(
-                format!("REFRESH MATERIALIZED VIEW {name}").as_str(),
-                None,
-                &[],
-            )
-            .map(|_| ())
-    })
-    .unwrap_or_else(|e| error!("{e}"));
-    before.must_be_unchanged(&format!("the owner of materialized view {name}"));
+    guarded(&format!("the owner of materialized view {name}"), || {
+        Spi::connect_mut(|client| {
+            client
+                .update(
+                    format!("REFRESH MATERIALIZED VIEW {name}").as_str(),
+                    None,
+                    &[],
+                )
+                .map(|_| ())
+        })
+        .unwrap_or_else(|e| error!("{e}"))
+    });
 }

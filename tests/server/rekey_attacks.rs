@@ -724,6 +724,66 @@ fn unless_it_exists(statement: &str) -> String {
     )
 }
 
+/// The owner's code takes a session-level advisory lock, releases one the caller holds, then fails:
+/// the error is no way to leave either behind (src/rekey/as_owner.rs runs the code in a
+/// subtransaction of its own and puts the session's advisory locks back before the error goes on).
+#[test]
+fn an_error_in_the_owners_code_leaves_the_callers_locks_as_they_were() {
+    let mut admin = fresh_db("t_rekey_owner_error_locks");
+    hostile_role(&mut admin, "rekey_error_owner");
+    admin
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_error_owner")
+        .unwrap();
+    let mut owner = connect_as("t_rekey_owner_error_locks", "rekey_error_owner");
+    owner
+        .batch_execute(
+            "CREATE FUNCTION m.grab_and_fail() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_error_owner' THEN
+                 PERFORM pg_advisory_lock(4711);
+                 PERFORM pg_advisory_unlock(7);
+                 RAISE EXCEPTION 'the owner''s code fails';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.grab_and_fail()));
+             INSERT INTO m.t (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    let locks = "SELECT coalesce(string_agg(objid::text, ',' ORDER BY objid), '') FROM pg_locks
+                  WHERE locktype = 'advisory' AND pid = pg_backend_pid()";
+    admin.batch_execute("SELECT pg_advisory_lock(7)").unwrap();
+    assert_eq!(one_string(&mut admin, locks), "7");
+    for call in [
+        "CALL rekey_run('m.t', 'at')",
+        "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
+    ] {
+        let message = expect_error(
+            &mut admin,
+            call,
+            &postgres::error::SqlState::RAISE_EXCEPTION,
+        );
+        assert!(
+            message.contains("the owner's code fails"),
+            "{call}: {message}"
+        );
+        assert_eq!(one_string(&mut admin, locks), "7", "{call}");
+    }
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM m.t WHERE uuid_extract_version(id) = 4"
+        ),
+        5
+    );
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_error_owner'"
+    ));
+}
+
 /// What the first adversarial review of 0.6.0 found, each now refused: a statistics object on a
 /// mapping table (its expression is folded when rekey_translate plans its read, as the caller); a
 /// domain named text on the caller's path (rekey_run, a procedure, compiles its variables' types
