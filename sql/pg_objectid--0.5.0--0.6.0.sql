@@ -1833,8 +1833,11 @@ SELECT s.relid::regclass, s.key_column,
        s.pass, s.keys_done, s.keys_total,
        round(100.0 * s.keys_done / greatest(s.keys_total, 1), 1),
        round(r.rate::numeric),
+       -- In numeric, and only for a time an interval can hold: a table's owner writes its row,
+       -- and no value there may break the view for everyone else.
        CASE WHEN l.pid IS NOT NULL AND r.rate > 0
-            THEN make_interval(secs => round(((s.keys_total - s.keys_done) / r.rate)::numeric)) END,
+                 AND (s.keys_total::numeric - s.keys_done) / r.rate::numeric BETWEEN 0 AND 1e10
+            THEN make_interval(secs => round((s.keys_total::numeric - s.keys_done) / r.rate::numeric)) END,
        s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
   FROM objectid_internal.rekey_state s
   CROSS JOIN LATERAL (

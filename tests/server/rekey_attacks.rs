@@ -8,6 +8,9 @@
 //! What the hostile code did is counted in sequences, which a rollback does not undo: an attack
 //! that ran and then failed still shows.
 
+use std::thread;
+use std::time::{Duration, Instant};
+
 use postgres::Client;
 
 use crate::common::*;
@@ -724,8 +727,142 @@ fn unless_it_exists(statement: &str) -> String {
     )
 }
 
-/// The owner's code takes a session-level advisory lock, releases one the caller holds, then fails:
-/// the error is no way to leave either behind (src/rekey/as_owner.rs runs the code in a
+/// docs/migration.md's advice for a superuser in a database whose owner it does not trust: the
+/// documented functions called schema-qualified with arguments of their declared types reach the
+/// toolkit, whatever the database owner planted in the extension's schema (`public`, which it owns
+/// from PostgreSQL 15 on) for untyped literals to prefer; a planted overload with the same leading
+/// argument types makes the call ambiguous, so that it fails instead of running anything.
+#[test]
+fn the_documented_calls_with_their_types_reach_the_toolkit() {
+    let mut admin = fresh_database("t_rekey_typed_calls");
+    hostile_role(&mut admin, "rekey_typed_dbo");
+    admin
+        .batch_execute("ALTER DATABASE t_rekey_typed_calls OWNER TO rekey_typed_dbo")
+        .unwrap();
+    let mut dbo = connect_as("t_rekey_typed_calls", "rekey_typed_dbo");
+    dbo.batch_execute("CREATE EXTENSION pg_objectid; CREATE SCHEMA planted; CREATE SEQUENCE planted.calls;
+                       GRANT USAGE ON SCHEMA planted TO PUBLIC; GRANT USAGE ON SEQUENCE planted.calls TO PUBLIC")
+        .unwrap();
+    let body = "BEGIN PERFORM nextval('planted.calls');
+                  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                    EXECUTE 'ALTER ROLE rekey_typed_dbo SUPERUSER';
+                  END IF;";
+    let plant = |dbo: &mut Client, sql: String| dbo.batch_execute(&sql).unwrap();
+    plant(&mut dbo, format!("CREATE PROCEDURE public.rekey_run(tbl text, time_column text) LANGUAGE plpgsql AS $p$ {body} END $p$"));
+    plant(&mut dbo, format!("CREATE FUNCTION public.rekey_verify(tbl text) RETURNS TABLE (check_name text, status text, detail text) LANGUAGE plpgsql AS $p$ {body} RETURN; END $p$"));
+    plant(&mut dbo, format!("CREATE FUNCTION public.rekey_translate(tbl text, old_key text) RETURNS uuid LANGUAGE plpgsql AS $p$ {body} RETURN NULL; END $p$"));
+    admin
+        .batch_execute(
+            "CREATE TABLE public.accounts (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                           created_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO public.accounts (created_at)
+                 SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 minute' FROM generate_series(1, 50) i;
+             CREATE TABLE public.old AS SELECT id FROM public.accounts LIMIT 1;
+             SELECT public.rekey_switch_default('public.accounts'::regclass);",
+        )
+        .unwrap();
+    // A CALL of its own: it commits.
+    admin
+        .batch_execute("CALL public.rekey_run('public.accounts'::regclass, 'created_at'::name)")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.accounts WHERE public.uuid_extract_version(id) = 7"
+        ),
+        50
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.rekey_verify('public.accounts'::regclass) WHERE status = 'ok'"
+        ),
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.rekey_verify('public.accounts'::regclass)"
+        )
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM public.old o JOIN public.accounts a
+                 ON a.id = public.rekey_translate('public.accounts'::regclass, o.id)"
+        ),
+        1
+    );
+    // The same leading types, fewer arguments: ambiguous, never run.
+    plant(&mut dbo, format!("CREATE PROCEDURE public.rekey_run(tbl regclass, time_column name) LANGUAGE plpgsql AS $p$ {body} END $p$"));
+    expect_error(
+        &mut admin,
+        "CALL public.rekey_run('public.accounts'::regclass, 'created_at'::name)",
+        &postgres::error::SqlState::AMBIGUOUS_FUNCTION,
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT coalesce(last_value, 0) * (is_called::int) FROM planted.calls"
+        ),
+        0
+    );
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_typed_dbo'"
+    ));
+}
+
+/// A table's owner writes the record of its table's rekey (row-level security lets it): no value it
+/// writes there breaks rekey_status for the other roles, even while it poses as running.
+#[test]
+fn a_forged_record_does_not_break_rekey_status() {
+    let mut admin = fresh_db("t_rekey_forged_state");
+    hostile_role(&mut admin, "rekey_forger");
+    admin
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_forger")
+        .unwrap();
+    let mut owner = connect_as("t_rekey_forged_state", "rekey_forger");
+    owner
+        .batch_execute(
+            "CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz DEFAULT now());
+             INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone,
+                 fallback_time, mapping_table, keys_total, keys_done, run_keys_done, started_at, run_started_at,
+                 last_batch_at, snapshot)
+             VALUES ('m.t'::regclass, (SELECT oid FROM pg_constraint WHERE conrelid = 'm.t'::regclass AND contype = 'p'),
+                     'id', 'created_at', 'UTC', now(), 'm.t'::regclass, 9000000000000000000, -9000000000000000000, 1,
+                     now() - interval '1000000 s', now() - interval '1000000 s', now(), '{}')",
+        )
+        .unwrap();
+    let key = one_i64(
+        &mut owner,
+        "SELECT (1919249273::bigint << 32) | 'm.t'::regclass::oid::bigint",
+    );
+    // Holding the table's rekey lock and busy: what rekey_status calls running.
+    let holder = thread::spawn(move || {
+        owner
+            .batch_execute(&format!("SELECT pg_advisory_lock({key}), pg_sleep(3)"))
+            .unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while one_i64(
+        &mut admin,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 'm.t'::regclass::oid AND granted",
+    ) == 0
+    {
+        assert!(Instant::now() < deadline, "the lock was never taken");
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        one_string(
+            &mut admin,
+            "SELECT state || ' ' || coalesce(time_left::text, 'unknown') FROM rekey_status"
+        ),
+        "running unknown"
+    );
+    holder.join().unwrap();
+}
+
+/// The owner's code takes a session-level advisory lock, releases one the caller holds, then fails,
+/// or releases every lock of the caller's session and returns: neither leaves the caller's locks
+/// changed (src/rekey/as_owner.rs runs the code in a
 /// subtransaction of its own and puts the session's advisory locks back before the error goes on).
 #[test]
 fn an_error_in_the_owners_code_leaves_the_callers_locks_as_they_were() {
@@ -746,10 +883,19 @@ fn an_error_in_the_owners_code_leaves_the_callers_locks_as_they_were() {
                END IF;
                RETURN true;
              END $$;
+             CREATE FUNCTION m.release_all() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_error_owner' THEN PERFORM pg_advisory_unlock_all(); END IF;
+               RETURN true;
+             END $$;
              CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
                                c int DEFAULT 1 CHECK (m.grab_and_fail()));
              INSERT INTO m.t (at) SELECT now() FROM generate_series(1, 5);
-             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();
+             CREATE TABLE m.u (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.release_all()));
+             INSERT INTO m.u (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.u ALTER COLUMN id SET DEFAULT public.uuidv7();",
         )
         .unwrap();
     let locks = "SELECT coalesce(string_agg(objid::text, ',' ORDER BY objid), '') FROM pg_locks
@@ -771,6 +917,14 @@ fn an_error_in_the_owners_code_leaves_the_callers_locks_as_they_were() {
         );
         assert_eq!(one_string(&mut admin, locks), "7", "{call}");
     }
+    // Released without an error: refused (42501), and the caller's lock is taken again.
+    let message = expect_error(
+        &mut admin,
+        "CALL rekey_run('m.u', 'at')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("advisory locks"), "{message}");
+    assert_eq!(one_string(&mut admin, locks), "7");
     assert_eq!(
         one_i64(
             &mut admin,
