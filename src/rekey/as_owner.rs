@@ -109,9 +109,9 @@ fn advisory_lock_call(function: &str, lock: &str) -> Option<String> {
     } else {
         // Two int4 keys, shown as OIDs: the low 32 bits, sign-extended.
         format!(
-                "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
-                 (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
-            )
+            "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
+             (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
+        )
     };
     // A call that finds nothing to do warns (an unlock of a lock not held at session level): not
     // worth showing.
