@@ -312,26 +312,30 @@ fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
 /// Runs `f` as `owner` inside a security-restricted operation (see the module's comment), guarded
 /// (above); `whose` names whose code ran.
 fn restricted<R>(owner: pg_sys::Oid, whose: &str, f: impl FnOnce() -> R) -> R {
-    guarded(whose, || {
-        let mut save_userid = pg_sys::InvalidOid;
-        let mut save_sec_context: std::ffi::c_int = 0;
-        // SAFETY: these read and set backend-local state, as the maintenance commands named above
-        // do; the strings outlive the calls that copy them. On an error the subtransaction's abort
-        // puts the user, security context and settings back.
-        unsafe {
-            pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
-            pg_sys::SetUserIdAndSecContext(
-                owner,
-                save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
-            );
-            let nest_level = pg_sys::NewGUCNestLevel();
-            set_at_this_level("search_path", "pg_catalog, pg_temp");
-            let result = f();
-            pg_sys::AtEOXact_GUC(false, nest_level);
-            pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
-            result
-        }
-    })
+    guarded(whose, || within_restricted(owner, f))
+}
+
+/// Runs `f` as `owner` inside a security-restricted operation, in the caller's (sub)transaction:
+/// for several owners' operations inside one guarded subtransaction.
+fn within_restricted<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let mut save_userid = pg_sys::InvalidOid;
+    let mut save_sec_context: std::ffi::c_int = 0;
+    // SAFETY: these read and set backend-local state, as the maintenance commands named above
+    // do; the strings outlive the calls that copy them. On an error the subtransaction's abort
+    // puts the user, security context and settings back.
+    unsafe {
+        pg_sys::GetUserIdAndSecContext(&mut save_userid, &mut save_sec_context);
+        pg_sys::SetUserIdAndSecContext(
+            owner,
+            save_sec_context | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
+        );
+        let nest_level = pg_sys::NewGUCNestLevel();
+        set_at_this_level("search_path", "pg_catalog, pg_temp");
+        let result = f();
+        pg_sys::AtEOXact_GUC(false, nest_level);
+        pg_sys::SetUserIdAndSecContext(save_userid, save_sec_context);
+        result
+    }
 }
 
 /// Whether `caller` may run code as `role`: has its privileges and, from PostgreSQL 16 on, may
@@ -353,10 +357,9 @@ unsafe fn may_act_as(caller: pg_sys::Oid, role: pg_sys::Oid) -> bool {
     }
 }
 
-/// Runs `f` as the owner of `relid` inside a security-restricted operation, after checking that
-/// the caller has that owner's privileges and that the partitions below it, if any, are the same
-/// owner's.
-fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+/// The owner of `relid`, after checking that the caller has that owner's privileges and that the
+/// partitions below it, if any, are the same owner's.
+fn acting_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
     let owner = relation_owner(relid);
     // SAFETY: reads backend-local state.
     let caller = unsafe { pg_sys::GetUserId() };
@@ -372,11 +375,37 @@ fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
         );
     }
     one_owner(relid, owner);
+    owner
+}
+
+/// Runs `f` as the owner of `relid` inside a security-restricted operation (acting_owner).
+fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+    let owner = acting_owner(relid);
     restricted(
         owner,
         &format!("the owner of relation {}", relid.to_u32()),
         f,
     )
+}
+
+/// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
+/// current user and security context, as PostgreSQL does where it opens such a level outside the
+/// executor (`ExecuteTruncateGuts` in tablecmds.c, `CopyFrom` in copyfrom.c): a fresh EState,
+/// `AfterTriggerEndQuery`, then the relations it opened closed (`ExecCleanUpTriggerState` on 13,
+/// `ExecCloseResultRelations` from 14 on) and the EState freed.
+unsafe fn fire_queued_after_triggers() {
+    // SAFETY: the caller opened the level with AfterTriggerBeginQuery in this subtransaction; on
+    // an error its abort closes the level, the relations and the memory.
+    unsafe {
+        let estate = pg_sys::CreateExecutorState();
+        pg_sys::AfterTriggerEndQuery(estate);
+        #[cfg(feature = "pg13")]
+        pg_sys::ExecCleanUpTriggerState(estate);
+        #[cfg(not(feature = "pg13"))]
+        pg_sys::ExecCloseResultRelations(estate);
+        pg_sys::ExecResetTupleTable((*estate).es_tupleTable, false);
+        pg_sys::FreeExecutorState(estate);
+    }
 }
 
 /// Sets a setting at the current GUC nest level, as `RestrictSearchPath()` does: undone when the
@@ -399,29 +428,123 @@ unsafe fn set_at_this_level(name: &str, value: &str) {
     }
 }
 
+/// Runs `query` with `args` through SPI, the way PostgreSQL's foreign-key triggers run theirs
+/// (`ri_PerformCheck` in ri_triggers.c, with `SPI_execute_snapshot`), and gives `read` the rows
+/// it processed and the first column of its first row, if any, before SPI frees them:
+/// - `read_only`: a read, under exactly the snapshot of the statement that called (as
+///   `SPI_execute_snapshot` does with a snapshot and read_only), refused if it writes; several
+///   reads made by one statement therefore see the database in one state;
+/// - without `fire_triggers`, the AFTER triggers the statement queues (its foreign keys' checks)
+///   fire when the statement that called ends, not when this one does, as for the updates a
+///   foreign key's ON UPDATE CASCADE makes.
+///
+/// Must be called inside an SPI connection.
+fn execute<T>(
+    query: &str,
+    args: &[DatumWithOid],
+    read_only: bool,
+    fire_triggers: bool,
+    read: impl FnOnce(u64, Option<(pg_sys::Datum, bool)>) -> T,
+) -> T {
+    let c_query =
+        CString::new(query).unwrap_or_else(|_| error!("a rekey statement holds a NUL character"));
+    let mut types: Vec<pg_sys::Oid> = args.iter().map(|a| a.oid()).collect();
+    let mut values: Vec<pg_sys::Datum> = args
+        .iter()
+        .map(|a| {
+            a.datum()
+                .map_or(pg_sys::Datum::from(0usize), |d| d.sans_lifetime())
+        })
+        .collect();
+    let nulls: Vec<std::ffi::c_char> = args
+        .iter()
+        .map(|a| if a.datum().is_some() { b' ' } else { b'n' } as std::ffi::c_char)
+        .collect();
+    // SAFETY: SPI is connected (the caller's contract); the arrays outlive the calls, and the
+    // tuple table is read before the plan is freed and before SPI's memory goes.
+    unsafe {
+        let plan = pg_sys::SPI_prepare(c_query.as_ptr(), types.len() as i32, types.as_mut_ptr());
+        if plan.is_null() {
+            let code = std::ptr::addr_of!(pg_sys::SPI_result).read();
+            error!("cannot prepare a rekey statement: SPI error {code}");
+        }
+        let snapshot = if read_only && pg_sys::ActiveSnapshotSet() {
+            pg_sys::GetActiveSnapshot()
+        } else {
+            std::ptr::null_mut()
+        };
+        let status = pg_sys::SPI_execute_snapshot(
+            plan,
+            values.as_mut_ptr(),
+            nulls.as_ptr(),
+            snapshot,
+            std::ptr::null_mut(),
+            read_only,
+            fire_triggers,
+            0,
+        );
+        if status < 0 {
+            error!("a rekey statement failed: SPI error {status}");
+        }
+        let processed = pg_sys::SPI_processed;
+        let table = pg_sys::SPI_tuptable;
+        let first = if table.is_null() || processed == 0 || (*(*table).tupdesc).natts < 1 {
+            None
+        } else {
+            let mut isnull = false;
+            let datum = pg_sys::SPI_getbinval(*(*table).vals, (*table).tupdesc, 1, &mut isnull);
+            Some((datum, isnull))
+        };
+        let result = read(processed, first);
+        pg_sys::SPI_freeplan(plan);
+        result
+    }
+}
+
 /// Runs a query that returns one row, as the owner of `relid` in a security-restricted operation,
 /// and returns that row as `jsonb` (`to_jsonb` of the row: one key per column). The toolkit reads
-/// the tables of a set this way: counts, versions, joins, `row_security_active`. Read-only: the
-/// query may not write (the owner's code it calls may, as the owner).
+/// the tables of a set this way: counts, versions, joins, `row_security_active`. A read, under
+/// the snapshot of the statement that called (execute): the calls one statement makes, for the
+/// tables of several owners, count them all in one state of the database. The query may not
+/// write (the owner's code it calls may, as the owner).
 #[pg_extern(sql = false)]
 fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
     let wrapped = format!("SELECT pg_catalog.to_jsonb(q.*) FROM ({query}) q");
     as_owner(relid, || {
-        Spi::connect(|client| {
-            let rows = client
-                .select(wrapped.as_str(), Some(2), &[])
-                .unwrap_or_else(|e| error!("{e}"));
-            if rows.len() > 1 {
-                error!("a rekey read returned more than one row");
-            }
-            if rows.is_empty() {
-                return None;
-            }
-            rows.first()
-                .get_one::<JsonB>()
-                .unwrap_or_else(|e| error!("{e}"))
+        Spi::connect(|_client| {
+            execute(&wrapped, &[], true, true, |processed, first| {
+                if processed > 1 {
+                    error!("a rekey read returned more than one row");
+                }
+                // SAFETY: the first column of the wrapped query is jsonb.
+                first.and_then(|(datum, isnull)| unsafe { JsonB::from_datum(datum, isnull) })
+            })
         })
     })
+}
+
+/// Refuses (42501) when a user trigger that runs after a statement is enabled on `relid` or a
+/// partition below it: the AFTER triggers of another owner's statement in a batch fire at the end
+/// of the batch's last statement, as the key table's owner (rekey_batch_as_owner), which is right
+/// for PostgreSQL's foreign-key checks only.
+fn no_after_triggers(relid: pg_sys::Oid) {
+    let found = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.string_agg(pg_catalog.format('%I on %s', t.tgname, t.tgrelid::pg_catalog.regclass), ', ')
+           FROM (SELECT $1 AS relid UNION SELECT p.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) p) p
+           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) p.relid
+          WHERE NOT t.tgisinternal AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'::\"char\"
+            AND (t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 2) OPERATOR(pg_catalog.=) 0",
+        &[relid.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot read the triggers of relation {}: {e}", relid.to_u32()));
+    if let Some(found) = found {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("cannot rewrite relation {} of another owner: trigger {found} runs after the statement", relid.to_u32()),
+            "It would run when the batch ends, as the owner of the key's table, not as its own. Disable it for the rekey."
+        );
+    }
 }
 
 /// The elements of an array a batch's statement returned, which are never NULL when the statements
@@ -437,12 +560,39 @@ fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
         .collect()
 }
 
-/// One batch's reads and writes on the tables of the set, as their owner in a security-restricted
-/// operation: the window of keys after `after` (at most `batch_size`), the lock of its version-4
-/// keys with their mapping (with `fallback_time` and the batch number), and the rewrite of the key
-/// and every referencing column. Returns the window's last key (NULL: no key left in this pass), the
-/// keys locked and mapped (NULL: none in the window), and the rows the rewrite changed per table.
-/// Each statement takes its parameters as `rekey_batch_statements` describes them.
+/// Every user trigger on `tables` and the partitions below them (pg_partition_tree lists no
+/// plain table, not even the one it is given), each as `oid enabled type`, in
+/// order: what must not change while other owners' statements run, whose own code (a BEFORE
+/// trigger, say) could create or enable an AFTER trigger that the next statement would queue.
+fn user_triggers(tables: &[pg_sys::Oid]) -> Vec<String> {
+    Spi::get_one_with_args::<Vec<String>>(
+        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.concat_ws(' ', t.oid, t.tgenabled, t.tgtype) ORDER BY t.oid), '{}')
+           FROM (SELECT r.relid FROM pg_catalog.unnest($1) r(relid)
+                 UNION
+                 SELECT p.relid::pg_catalog.oid FROM pg_catalog.unnest($1) r(relid), LATERAL pg_catalog.pg_partition_tree(r.relid) p) x
+           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) x.relid
+          WHERE NOT t.tgisinternal",
+        &[tables.to_vec().into()],
+    )
+    .unwrap_or_else(|e| error!("cannot read the triggers of the tables that change: {e}"))
+    .unwrap_or_default()
+}
+
+/// One batch's reads and writes on the tables of the set, each as its owner in a
+/// security-restricted operation: the window of keys after `after` (at most `batch_size`), the
+/// lock of its version-4 keys with their mapping (with `fallback_time` and the batch number), as
+/// the owner of `relid`; then the rewrite of the columns of other owners' tables (`other_queries`,
+/// each as the owner of the table at the same place in `other_tables`); then the rewrite of the key
+/// and every referencing column of `relid`'s owner's tables. Returns the window's last key (NULL: no
+/// key left in this pass), the keys locked and mapped (NULL: none in the window), and the rows
+/// changed per table: those of the rewrite, then those of each of other_queries.
+///
+/// The other owners' statements fire their AFTER triggers, only foreign-key checks (their own
+/// are refused: no_after_triggers), when the caller's statement ends: a child's new values find
+/// their parent rows only once the last statement has rewritten the key. That last statement's
+/// own checks (the parent's NO ACTION, the key owner's children) fire at its end, when every
+/// other owner's rows have their new values already. Each statement takes its parameters as
+/// `rekey_batch_statements` describes them.
 // pgrx's macro reads the result's columns from the literal tuple, so no type alias.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 #[pg_extern(sql = false)]
@@ -451,6 +601,8 @@ fn rekey_batch_as_owner(
     window_query: &str,
     map_query: &str,
     rewrite_query: &str,
+    other_tables: Vec<Option<pg_sys::Oid>>,
+    other_queries: Vec<Option<String>>,
     after: Uuid,
     batch_size: i32,
     fallback_time: TimestampWithTimeZone,
@@ -463,12 +615,20 @@ fn rekey_batch_as_owner(
         name!(changed, Option<Vec<i64>>),
     ),
 > {
-    let row = as_owner(relid, || {
-        // A batch touches a few thousand rows of tables of any size: always through their
-        // indexes. The planner, seeing 10,000 keys in an array, would otherwise read whole tables
-        // for every batch. Undone with the rest of the operation's settings.
-        // SAFETY: sets a setting at the operation's own nest level.
-        unsafe { set_at_this_level("enable_seqscan", "off") };
+    if other_tables.len() != other_queries.len() {
+        error!("a rekey batch needs one table for each of its other statements");
+    }
+    let others: Vec<(pg_sys::Oid, String)> = no_nulls(other_tables, "other tables")
+        .into_iter()
+        .zip(no_nulls(other_queries, "other"))
+        .collect();
+    // A batch touches a few thousand rows of tables of any size: always through their indexes.
+    // The planner, seeing 10,000 keys in an array, would otherwise read whole tables for every
+    // batch. Undone with the rest of each operation's settings.
+    // SAFETY: sets a setting at the operation's own nest level.
+    let indexes_only = || unsafe { set_at_this_level("enable_seqscan", "off") };
+    let (window_end, mapped) = as_owner(relid, || {
+        indexes_only();
         Spi::connect_mut(|client| {
             let window: Option<Vec<Option<Uuid>>> = client
                 .update(
@@ -479,11 +639,11 @@ fn rekey_batch_as_owner(
                 .and_then(|t| t.first().get_one())
                 .unwrap_or_else(|e| error!("{e}"));
             let Some(window) = window.filter(|w| !w.is_empty()) else {
-                return (None, None, None);
+                return (None, None);
             };
             let window = no_nulls(window, "window");
             let window_end = window[window.len() - 1];
-            let keys: Option<Vec<Option<Uuid>>> = client
+            let (keys, new_keys): (Option<Vec<Option<Uuid>>>, Option<Vec<Option<Uuid>>>) = client
                 .update(
                     map_query,
                     None,
@@ -493,24 +653,96 @@ fn rekey_batch_as_owner(
                         DatumWithOid::from(batch),
                     ],
                 )
-                .and_then(|t| t.first().get_one())
+                .and_then(|t| t.first().get_two())
                 .unwrap_or_else(|e| error!("{e}"));
             let Some(keys) = keys.filter(|k| !k.is_empty()) else {
-                return (Some(window_end), None, None);
+                return (Some(window_end), None);
             };
             let keys = no_nulls(keys, "map");
-            let changed: Option<Vec<Option<i64>>> = client
-                .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
-                .and_then(|t| t.first().get_one())
-                .unwrap_or_else(|e| error!("{e}"));
-            (
-                Some(window_end),
-                Some(keys),
-                changed.map(|c| no_nulls(c, "rewrite")),
-            )
+            let new_keys = no_nulls(new_keys.unwrap_or_default(), "map");
+            if new_keys.len() != keys.len() {
+                error!(
+                    "the map query of a rekey batch returned {} new keys for {} keys",
+                    new_keys.len(),
+                    keys.len()
+                );
+            }
+            (Some(window_end), Some((keys, new_keys)))
         })
     });
-    TableIterator::once(row)
+    let Some((keys, new_keys)) = mapped else {
+        return TableIterator::once((window_end, None, None));
+    };
+    // The other owners' statements and the rewrite in one subtransaction, inside one query level
+    // of AFTER triggers: the other owners' foreign-key checks, queued by their statements, fire
+    // once the rewrite has made the new keys, still inside the key owner's restricted operation
+    // (PostgreSQL's foreign-key code runs each check as the owner of the table it reads, keeping
+    // the restriction).
+    let (changed, other_changed) = guarded("the owners of the tables that change", || {
+        let key_owner = acting_owner(relid);
+        let other_owners: Vec<pg_sys::Oid> = others
+            .iter()
+            .map(|(table, _)| {
+                no_after_triggers(*table);
+                acting_owner(*table)
+            })
+            .collect();
+        let other_relids: Vec<pg_sys::Oid> = others.iter().map(|(table, _)| *table).collect();
+        let triggers = user_triggers(&other_relids);
+        // SAFETY: the level is closed by fire_queued_after_triggers below, or by the
+        // subtransaction's abort.
+        unsafe { pg_sys::AfterTriggerBeginQuery() };
+        let other_changed: Vec<i64> = others
+            .iter()
+            .zip(&other_owners)
+            .map(|((_, query), owner)| {
+                within_restricted(*owner, || {
+                    indexes_only();
+                    Spi::connect_mut(|_client| {
+                        execute(
+                            query,
+                            &[
+                                DatumWithOid::from(keys.clone()),
+                                DatumWithOid::from(new_keys.clone()),
+                            ],
+                            false,
+                            false,
+                            |processed, _| processed as i64,
+                        )
+                    })
+                })
+            })
+            .collect();
+        let changed = within_restricted(key_owner, || {
+            indexes_only();
+            let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
+                client
+                    .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
+                    .and_then(|t| t.first().get_one())
+                    .unwrap_or_else(|e| error!("{e}"))
+            });
+            // The events queued at the level are those of triggers that were there and enabled
+            // when a statement began; none of them a user's AFTER trigger, if none was made,
+            // enabled or changed since the start.
+            if user_triggers(&other_relids) != triggers {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    "the code of another owner's table changed the triggers of the tables that change during the batch",
+                    "Its AFTER triggers would run as the owner of the key's table; the batch is refused."
+                );
+            }
+            // SAFETY: closes the level opened above, in this subtransaction.
+            unsafe { fire_queued_after_triggers() };
+            changed.map(|c| no_nulls(c, "rewrite"))
+        });
+        (changed, other_changed)
+    });
+    let changed = changed.map(|mut c| {
+        c.extend(other_changed);
+        c
+    });
+    TableIterator::once((window_end, Some(keys), changed))
 }
 
 /// The new key of `old_key` in the mapping table `mapping`, for rekey_translate: read as the

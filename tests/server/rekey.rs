@@ -1556,26 +1556,47 @@ fn no_one_elses_code_runs() {
     c.batch_execute("SELECT rekey_forget('customers')").unwrap();
     drop(evil);
 
-    // A table that follows the key but is another role's, and a mapping table with code of its own.
+    // A table that follows the key but is another role's, which the key's owner may not act as,
+    // and a mapping table with code of its own.
     c.batch_execute(
-        "CREATE TABLE t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+        "DO $$ BEGIN
+             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_t_owner') THEN
+                 CREATE ROLE rekey_t_owner;
+             END IF;
+         END $$;
+         CREATE TABLE t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
          INSERT INTO t SELECT gen_random_uuid() FROM generate_series(1, 5);
          GRANT SELECT, REFERENCES ON t TO rekey_evil; GRANT USAGE ON SCHEMA public TO rekey_evil;
          SET ROLE rekey_evil;
          CREATE TABLE evil.child (t_id uuid REFERENCES public.t);
          CREATE INDEX ON evil.child (t_id);
          GRANT ALL ON evil.child TO PUBLIC;
-         RESET ROLE",
+         RESET ROLE;
+         ALTER TABLE t OWNER TO rekey_t_owner;
+         GRANT CREATE ON SCHEMA public TO rekey_t_owner",
     )
     .unwrap();
+    c.batch_execute("SET ROLE rekey_t_owner").unwrap();
     let (got, message) = error_of(&mut c, "CALL rekey_run('t', 'at')");
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
     assert!(
-        message
-            .contains("evil.child is owned by rekey_evil, not by postgres, the owner of public.t"),
+        message.contains(
+            "evil.child is owned by rekey_evil, not by rekey_t_owner, the owner of public.t: only a role that may act as both"
+        ),
         "{message}"
     );
-    c.batch_execute("DROP TABLE evil.child").unwrap();
+    c.batch_execute("RESET ROLE").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM t WHERE uuid_extract_version(id) = 4"
+        ),
+        5
+    );
+    c.batch_execute(
+        "DROP TABLE evil.child; ALTER TABLE t OWNER TO postgres; REVOKE CREATE ON SCHEMA public FROM rekey_t_owner",
+    )
+    .unwrap();
     c.batch_execute("CALL rekey_run('t', 'at', max_batches => 0)")
         .unwrap();
     c.batch_execute("ALTER TABLE t_rekey_map ADD CHECK (batch > 0)")

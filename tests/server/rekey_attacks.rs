@@ -11,6 +11,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
+use postgres::error::SqlState;
 use postgres::Client;
 
 use crate::common::*;
@@ -310,15 +311,25 @@ fn assert_gained_nothing(admin: &mut Client, context: &str) {
 /// Runs every step of the toolkit on m.p as `runner` (a superuser, or the clerk), each allowed
 /// to fail; returns whether the rekey finished.
 fn run_every_step(runner: &mut Client, fire_triggers: bool) -> bool {
+    run_every_step_on(runner, "m.p", fire_triggers)
+}
+
+/// run_every_step on `table` (schema-qualified).
+fn run_every_step_on(runner: &mut Client, table: &str, fire_triggers: bool) -> bool {
+    let schema = table.split('.').next().unwrap();
     let steps = [
-        "SELECT count(*) FROM rekey_assess('m.p')".to_string(),
-        "SELECT count(*) FROM rekey_assess_schema('m')".to_string(),
-        format!("SELECT count(*) FROM rekey_plan('m.p', 'at', fire_triggers => {fire_triggers})"),
-        "SELECT rekey_switch_default('m.p')".to_string(),
-        format!("CALL rekey_run('m.p', 'at', batch_size => 64, fire_triggers => {fire_triggers})"),
-        "SELECT count(*) FROM rekey_verify('m.p')".to_string(),
-        // Not over m.p: reading the table as the caller would run its policies as the caller.
-        "SELECT rekey_translate('m.p', '00000000-0000-4000-8000-000000000000')".to_string(),
+        format!("SELECT count(*) FROM rekey_assess('{table}')"),
+        format!("SELECT count(*) FROM rekey_assess_schema('{schema}')"),
+        format!(
+            "SELECT count(*) FROM rekey_plan('{table}', 'at', fire_triggers => {fire_triggers})"
+        ),
+        format!("SELECT rekey_switch_default('{table}')"),
+        format!(
+            "CALL rekey_run('{table}', 'at', batch_size => 64, fire_triggers => {fire_triggers})"
+        ),
+        format!("SELECT count(*) FROM rekey_verify('{table}')"),
+        // Not over the table: reading it as the caller would run its policies as the caller.
+        format!("SELECT rekey_translate('{table}', '00000000-0000-4000-8000-000000000000')"),
         "SELECT count(*) FROM rekey_status".to_string(),
     ];
     for sql in &steps {
@@ -329,8 +340,10 @@ fn run_every_step(runner: &mut Client, fire_triggers: bool) -> bool {
     let _ = runner.batch_execute("ROLLBACK");
     runner
         .query_one(
-            "SELECT coalesce((SELECT finished_at IS NOT NULL FROM objectid_internal.rekey_state
-                               WHERE relid = 'm.p'::regclass), false)",
+            &format!(
+                "SELECT coalesce((SELECT finished_at IS NOT NULL FROM objectid_internal.rekey_state
+                                   WHERE relid = '{table}'::regclass), false)"
+            ),
             &[],
         )
         .map(|r| r.get(0))
@@ -448,6 +461,236 @@ fn owner_code_of_every_kind_runs_only_as_its_owner() {
                     assert_eq!(counted(&mut admin, "m.ran_as_owner"), 0, "{context}");
                 }
                 _ => unreachable!(),
+            }
+        }
+    }
+}
+
+/// Each kind of owner code on a child table of another owner (the hostile m.c, referencing the
+/// victim's v.p twice, once ON UPDATE CASCADE), as the DDL the hostile role runs on it; and what a
+/// superuser's rekey of v.p must do: finish, or refuse before changing anything.
+const OTHER_OWNER_CODE: &[(&str, &str, bool)] = &[
+    ("none", "SELECT", true),
+    ("check", "ALTER TABLE m.c ADD CHECK (m.evil(c))", true),
+    ("index_expression", "CREATE INDEX ON m.c ((m.evil_immutable(c)))", true),
+    ("partial_index", "CREATE INDEX ON m.c (c) WHERE m.evil_immutable(c)", true),
+    (
+        "generated_column",
+        "ALTER TABLE m.c ADD COLUMN g boolean GENERATED ALWAYS AS (m.evil_immutable(length(p_id::text))) STORED",
+        true,
+    ),
+    (
+        "domain_check",
+        "CREATE DOMAIN m.checked_int AS int CHECK (m.evil(VALUE)); ALTER TABLE m.c ADD COLUMN dc m.checked_int DEFAULT 1",
+        true,
+    ),
+    (
+        "before_trigger",
+        "CREATE TRIGGER evil BEFORE UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.evil_trigger()",
+        true,
+    ),
+    (
+        // It would run at the end of the batch as the key's owner: refused.
+        "after_trigger",
+        "CREATE TRIGGER evil AFTER UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.evil_trigger()",
+        false,
+    ),
+    (
+        // Breaks the foreign key: PostgreSQL's check of the other owner's rows must catch it.
+        "trigger_breaking_the_key",
+        "CREATE FUNCTION m.break_key() RETURNS trigger LANGUAGE plpgsql AS
+             'BEGIN NEW.p_id := gen_random_uuid(); RETURN NEW; END';
+         CREATE TRIGGER evil BEFORE UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.break_key()",
+        false,
+    ),
+    (
+        // Makes an AFTER trigger while the batch runs, which the next statement (of q_id) would
+        // queue for the end of the batch.
+        "trigger_made_during_the_batch",
+        "CREATE FUNCTION m.late() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'late') THEN
+                 EXECUTE 'CREATE TRIGGER late AFTER UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.evil_trigger()';
+             END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER early BEFORE UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.late()",
+        false,
+    ),
+    (
+        "policy",
+        "ALTER TABLE m.c ENABLE ROW LEVEL SECURITY; CREATE POLICY evil ON m.c USING (m.evil(c))",
+        true,
+    ),
+    (
+        "forced_policy",
+        "ALTER TABLE m.c ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY; CREATE POLICY evil ON m.c USING (m.evil(c))",
+        false,
+    ),
+];
+
+/// The victim's parent v.p (200 rows) with a child v.k of its own, and the hostile role's child
+/// m.c with two foreign keys to v.p (p_id, NO ACTION; q_id, ON UPDATE CASCADE, half of them
+/// NULL), its logging functions, and `code`; the roles of hostile_tables, and the victim
+/// rekey_attack_victim, who is no member of the hostile role's.
+fn hostile_child(db: &str, code: &str) -> Client {
+    let mut admin = hostile_tables(db, "SELECT");
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rekey_attack_victim') THEN
+                     CREATE ROLE rekey_attack_victim LOGIN;
+                 END IF;
+             END $$;
+             CREATE SCHEMA v AUTHORIZATION rekey_attack_victim;",
+        )
+        .unwrap();
+    let mut victim = connect_as(db, "rekey_attack_victim");
+    victim
+        .batch_execute(
+            "CREATE TABLE v.p (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL);
+             CREATE TABLE v.k (p_id uuid NOT NULL REFERENCES v.p);
+             CREATE INDEX ON v.k (p_id);
+             INSERT INTO v.p (at) SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 hour'
+               FROM generate_series(1, 200) i;
+             INSERT INTO v.k SELECT id FROM v.p;
+             GRANT USAGE ON SCHEMA v TO rekey_attack_owner;
+             GRANT SELECT, REFERENCES ON v.p TO rekey_attack_owner;",
+        )
+        .unwrap();
+    drop(victim);
+    let mut mallory = connect_as(db, "rekey_attack_owner");
+    mallory
+        .batch_execute(
+            "CREATE TABLE m.c (p_id uuid NOT NULL REFERENCES v.p, q_id uuid REFERENCES v.p ON UPDATE CASCADE,
+                               c int NOT NULL DEFAULT 1);
+             CREATE INDEX ON m.c (p_id); CREATE INDEX ON m.c (q_id);
+             INSERT INTO m.c (p_id, q_id) SELECT id, CASE WHEN at < '2024-01-05' THEN id END FROM v.p;",
+        )
+        .unwrap();
+    mallory.batch_execute(code).unwrap();
+    drop(mallory);
+    admin
+        .batch_execute(
+            "SELECT setval('m.ran_as_owner', 1, false), setval('m.ran_as_someone_else', 1, false),
+                    setval('m.escaped', 1, false)",
+        )
+        .unwrap();
+    admin
+}
+
+/// The rows of v.p and m.c, in one order: (key, the child's two columns) as text.
+fn victim_rows(admin: &mut Client) -> Vec<String> {
+    admin
+        .query(
+            "SELECT p.id::text || ' ' || coalesce(string_agg(c.p_id::text || '/' || coalesce(c.q_id::text, '-'), ','), '')
+               FROM v.p p LEFT JOIN m.c c ON c.p_id = p.id GROUP BY p.id, p.at ORDER BY p.at",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A child table of another owner follows the key: for each kind of owner code on it, the victim
+/// (who may not act as the hostile role) and the clerk (who may act only as the hostile role) are
+/// refused before anything changes; a superuser's rekey finishes with every row of both owners'
+/// children following the key, or, where the other owner's code would run outside its owner's
+/// restricted operation or breaks the foreign key, is refused or rolled back, changing nothing.
+/// The hostile role gains nothing and its code never runs as anyone else.
+#[test]
+fn a_child_table_of_another_owner_runs_its_code_only_as_its_owner() {
+    for (kind, code, finishes) in OTHER_OWNER_CODE {
+        let db = format!("t_rekey_other_{kind}");
+        let mut admin = hostile_child(&db, code);
+        let before = victim_rows(&mut admin);
+        for (runner, may) in [
+            ("rekey_attack_victim", false),
+            ("rekey_attack_clerk", false),
+            ("postgres", true),
+        ] {
+            let context = format!("{kind} on another owner's child, run by {runner}");
+            let mut c = connect_as(&db, runner);
+            let finished = run_every_step_on(&mut c, "v.p", true);
+            drop(c);
+            assert_gained_nothing(&mut admin, &context);
+            assert!(
+                !one_bool(
+                    &mut admin,
+                    "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_attack_victim'"
+                ),
+                "{context}"
+            );
+            if *kind == "after_trigger" && may {
+                // Called directly, the batch refuses the trigger itself, whatever the plan said.
+                for sql in [
+                    "ALTER TABLE m.c DISABLE TRIGGER evil",
+                    "CALL rekey_run('v.p', 'at', max_batches => 0)",
+                    "ALTER TABLE m.c ENABLE TRIGGER evil",
+                ] {
+                    admin.batch_execute(sql).unwrap();
+                }
+                let message = expect_error(
+                    &mut admin,
+                    "SELECT b.* FROM objectid_internal.rekey_statements('v.p', 'at', 'UTC', 'v.p_rekey_map') s,
+                         LATERAL objectid_internal.rekey_batch_as_owner('v.p'::regclass, s.window_query, s.map_query,
+                             s.rewrite_query, s.other_tables, s.other_queries, '00000000-0000-0000-0000-000000000000',
+                             10, now(), 1) b",
+                    &SqlState::INSUFFICIENT_PRIVILEGE,
+                );
+                assert!(
+                    message.contains("trigger evil on m.c runs after the statement"),
+                    "{message}"
+                );
+            }
+            if !(may && *finishes) {
+                assert!(!finished, "{context}: the rekey finished");
+                assert_eq!(victim_rows(&mut admin), before, "{context}: keys changed");
+                continue;
+            }
+            assert!(finished, "{context}: the rekey did not finish");
+            assert_eq!(
+                one_i64(
+                    &mut admin,
+                    "SELECT count(*) FROM v.p WHERE uuid_extract_version(id) = 7
+                        AND public.uuid_extract_timestamp(id) = date_trunc('milliseconds', at)"
+                ),
+                200,
+                "{context}"
+            );
+            assert_eq!(
+                one_i64(
+                    &mut admin,
+                    "SELECT (SELECT count(*) FROM v.k JOIN v.p ON p.id = k.p_id)
+                          + (SELECT count(*) FROM m.c JOIN v.p ON p.id = c.p_id)
+                          + (SELECT count(*) FROM m.c JOIN v.p ON p.id = c.q_id AND c.q_id = c.p_id)"
+                ),
+                200 + 200 + 95,
+                "{context}: a child row lost its parent"
+            );
+            let failed: Vec<String> = admin
+                .query(
+                    "SELECT check_name || ': ' || detail FROM rekey_verify('v.p') WHERE status <> 'ok'",
+                    &[],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            assert!(failed.is_empty(), "{context}: {failed:?}");
+            if matches!(
+                *kind,
+                "check"
+                    | "index_expression"
+                    | "partial_index"
+                    | "generated_column"
+                    | "before_trigger"
+            ) {
+                assert!(
+                    counted(&mut admin, "m.ran_as_owner") > 0,
+                    "{context}: the owner's code did not run"
+                );
             }
         }
     }

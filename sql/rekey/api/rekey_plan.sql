@@ -32,6 +32,7 @@ DECLARE
     dead_bytes numeric := 0;
     entries bigint := 0;
     step integer := 0;
+    j integer;
     r record;
     line text;
 BEGIN
@@ -179,6 +180,13 @@ BEGIN
         RETURN NEXT '     b. ' || statements.map_query;
         RETURN NEXT format('        lock: ROW SHARE on %s, ROW EXCLUSIVE on %s; the batch''s rows FOR UPDATE, so that updates'
                            ' and deletes of them, and inserts that reference them, wait for the COMMIT', tbl, mapping);
+        FOR j IN 1 .. cardinality(statements.other_queries) LOOP
+            RETURN NEXT format('     c%s. as %s, the owner of %s: %s', j,
+                               (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) statements.other_tables[j]),
+                               statements.other_tables[j]::regclass, statements.other_queries[j]);
+            RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row; its foreign keys checked at the end of c.',
+                               statements.other_tables[j]::regclass);
+        END LOOP;
         RETURN NEXT '     c. ' || statements.rewrite_query;
         RETURN NEXT format('        lock: ROW EXCLUSIVE on %s; every rewritten row',
                            (SELECT string_agg(DISTINCT c.relid::text, ', ') FROM objectid_internal.rekey_columns(tbl) c));

@@ -73,7 +73,8 @@ BEGIN
                                                      objectid_internal.rekey_name(st.mapping_table), cols);
     SELECT * INTO done
       FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.map_query,
-                                                  statements.rewrite_query, st.high_water,
+                                                  statements.rewrite_query, statements.other_tables,
+                                                  statements.other_queries, st.high_water,
                                                   batch_size, st.fallback_time, st.batches + 1);
     IF done.window_end IS NULL THEN
         UPDATE objectid_internal.rekey_state s

@@ -1,7 +1,9 @@
--- One batch's statements (rekey_batch_statements), run as the owner of relid in a
+-- One batch's statements (rekey_batch_statements), each run as the owner of the tables it
+-- changes (relid's, or for other_queries the table's at the same place in other_tables) in a
 -- security-restricted operation (src/rekey/as_owner.rs).
 CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query text, map_query text,
-                                                      rewrite_query text, after uuid,
+                                                      rewrite_query text, other_tables oid[],
+                                                      other_queries text[], after uuid,
                                                       batch_size integer, fallback_time timestamptz,
                                                       batch bigint)
     RETURNS TABLE (window_end uuid, keys uuid[], changed bigint[])

@@ -50,10 +50,12 @@ BEGIN
                JOIN pg_class cl ON cl.oid = c.relid
                JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum) x)
     LOOP
-        IF r.relowner <> owner THEN
-            -- Its triggers, CHECK constraints and index expressions would run as whoever rekeys.
-            RETURN QUERY SELECT '42501'::text, format('%s is owned by %s, not by %s, the owner of %s: every table that changes must be the same owner''s',
-                               r.relid, r.relowner::regrole, owner::regrole, tbl);
+        IF r.relowner <> owner AND NOT pg_has_role(r.relowner, 'USAGE') THEN
+            -- Its statements run as its owner (its triggers, constraints and index expressions
+            -- are that owner's code): only a caller who may act as every owner may rekey.
+            RETURN QUERY SELECT '42501'::text, format('%s is owned by %s, not by %s, the owner of %s: only a role that may act as'
+                               ' both (a superuser, or a member of both roles) may rekey it', r.relid, r.relowner::regrole,
+                               owner::regrole, tbl);
         END IF;
         IF r.relispartition THEN
             RETURN QUERY SELECT '55000'::text, format('%s is a partition of %s: rekey the partitioned table, with all its partitions',
@@ -132,14 +134,32 @@ BEGIN
                            ' make it reference %s', r.conname, r.referencing, r.partition, r.root, r.root, r.root);
     END LOOP;
 
-    -- A partition's code runs for the rows the rewrite routes to it: it must be the same owner's.
-    FOR r IN SELECT x.relid, x.root, c.relowner
+    -- A partition's code runs for the rows the rewrite routes to it, as the partitioned table's
+    -- owner: it must be that owner's.
+    FOR r IN SELECT x.relid, x.root, c.relowner, rc.relowner AS root_owner
                FROM objectid_internal.rekey_tables(cols) x JOIN pg_class c ON c.oid = x.relid
-              WHERE x.relid <> x.root AND c.relowner <> owner
+               JOIN pg_class rc ON rc.oid = x.root
+              WHERE x.relid <> x.root AND c.relowner <> rc.relowner
               ORDER BY 1
     LOOP
-        RETURN QUERY SELECT '42501'::text, format('partition %s of %s is owned by %s, not by %s, the owner of %s: every table'
-                           ' that changes must be the same owner''s', r.relid, r.root, r.relowner::regrole, owner::regrole, tbl);
+        RETURN QUERY SELECT '42501'::text, format('partition %s of %s is owned by %s, not by %s, the owner of %s: every'
+                           ' partition that changes must be its partitioned table''s owner''s', r.relid, r.root,
+                           r.relowner::regrole, r.root_owner::regrole, r.root);
+    END LOOP;
+
+    -- Another owner's statements fire their AFTER triggers when the batch's last statement has
+    -- made the new keys (as_owner.rs): a foreign key's check is PostgreSQL's code, run as the
+    -- owner of the table it reads, but a user trigger would run as the key's owner.
+    FOR r IN SELECT DISTINCT x.relid, t.tgname, rc.relowner
+               FROM objectid_internal.rekey_tables(cols) x
+               JOIN pg_class rc ON rc.oid = x.root
+               JOIN pg_trigger t ON t.tgrelid = x.relid
+              WHERE rc.relowner <> owner AND NOT t.tgisinternal AND t.tgenabled <> 'D' AND (t.tgtype & 2) = 0
+              ORDER BY 1, 2
+    LOOP
+        RETURN QUERY SELECT '55000'::text, format('trigger %I on %s is an AFTER trigger on a table of %s, not of %s, the owner of %s:'
+                           ' it would fire at the end of the batch as %s; disable it for the rekey', r.tgname, r.relid,
+                           r.relowner::regrole, owner::regrole, tbl, owner::regrole);
     END LOOP;
 
     -- User triggers that the rewrite fires, on every table it touches (partitions too): UPDATE

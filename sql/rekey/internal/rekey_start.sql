@@ -95,11 +95,13 @@ BEGIN
                            (SELECT rl.rolname FROM pg_roles rl WHERE rl.oid = owner));
         END IF;
     END IF;
-    -- Every count in one statement, so in one snapshot: what rekey_verify compares with must be
-    -- one state of the tables, not one per table while others write. An adopted mapping table
+    -- Every count in one statement, so in one snapshot (each owner's read is made under the
+    -- snapshot of the statement that calls it): what rekey_verify compares with must be one state
+    -- of the tables, not one per table while others write. An adopted mapping table
     -- (rekey_problems checked it was made for this table) counts as done.
-    counts := objectid_internal.rekey_read_as_owner(tbl::oid,
-                  objectid_internal.rekey_counts_query(tbl, objectid_internal.rekey_name(mapping_oid)));
+    counts := (SELECT jsonb_object_agg(e.key, e.value)
+                 FROM objectid_internal.rekey_counts_query(tbl, objectid_internal.rekey_name(mapping_oid)) q
+                 CROSS JOIN LATERAL jsonb_each(objectid_internal.rekey_read_as_owner(q.relid, q.query)) e);
     remaining := (counts ->> 'keys to do')::bigint;
     done := (counts ->> 'mapped')::bigint;
     snapshot := jsonb_build_object(

@@ -12,6 +12,8 @@ DECLARE
     counts text[] := '{}';
     r record;
     i integer := 0;
+    col name;
+    key_owner oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = tbl);
     result objectid_internal.rekey_batch_statements;
 BEGIN
     -- Strict in all but columns (NULL: read here).
@@ -24,11 +26,28 @@ BEGIN
         RAISE EXCEPTION 'column "%" of % is not a timestamptz, timestamp or date column', time_column, tbl
             USING ERRCODE = 'undefined_column';
     END IF;
-    FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth
+    result.other_tables := '{}';
+    result.other_queries := '{}';
+    FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth,
+                    (SELECT k.relowner FROM pg_class k WHERE k.oid = c.relid) AS owner
                FROM unnest(coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c))) c
               GROUP BY c.relid
               ORDER BY min(c.depth), c.relid::text
     LOOP
+        IF r.owner <> key_owner THEN
+            -- Another owner's table: its code runs as its owner, in statements of its own, which
+            -- read no other table (the keys and their new keys come as arrays, in step). A column
+            -- a statement: a row with two columns referencing the key is changed once for each.
+            FOREACH col IN ARRAY r.names LOOP
+                result.other_tables := result.other_tables || r.relid::oid;
+                result.other_queries := result.other_queries || format(
+                    'UPDATE %s t SET %I = b.new_key'
+                    ' FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) b(old_key, new_key)'
+                    ' WHERE t.%I OPERATOR(pg_catalog.=) b.old_key AND t.%I OPERATOR(pg_catalog.=) ANY ($1)',
+                    objectid_internal.rekey_relation(r.relid::oid), col, col, col);
+            END LOOP;
+            CONTINUE;
+        END IF;
         i := i + 1;
         IF cardinality(r.names) = 1 THEN
             updates := updates || format(
@@ -68,8 +87,8 @@ BEGIN
         ' WHERE t.%1$I OPERATOR(pg_catalog.=) ANY ($1) AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
         ' AND NOT EXISTS (SELECT FROM %4$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I) FOR UPDATE OF t),'
         ' m AS (INSERT INTO %4$s (old_key, new_key, batch) SELECT l.k, objectid_internal.uuidv7_at(l.at), $3 FROM l'
-        ' RETURNING old_key)'
-        ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key) FROM m',
+        ' RETURNING old_key, new_key)'
+        ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key), pg_catalog.array_agg(m.new_key ORDER BY m.old_key) FROM m',
         key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid),
         mapping_table);
     result.rewrite_query := format(
