@@ -810,19 +810,23 @@ BEGIN
                            r.relowner::regrole, r.root_owner::regrole, r.root);
     END LOOP;
 
-    -- Another owner's statements fire their AFTER triggers when the batch's last statement has
-    -- made the new keys (as_owner.rs): a foreign key's check is PostgreSQL's code, run as the
-    -- owner of the table it reads, but a user trigger would run as the key's owner.
-    FOR r IN SELECT DISTINCT x.relid, t.tgname, rc.relowner
-               FROM objectid_internal.rekey_tables(cols) x
-               JOIN pg_class rc ON rc.oid = x.root
-               JOIN pg_trigger t ON t.tgrelid = x.relid
-              WHERE rc.relowner <> owner AND NOT t.tgisinternal AND t.tgenabled <> 'D' AND (t.tgtype & 2) = 0
-              ORDER BY 1, 2
+    -- A foreign key the rekey does not follow (it references another column of a table that
+    -- changes) with an ON UPDATE action: should that column change with the key (a generated
+    -- column, a trigger's doing), PostgreSQL's action would change the referencing table's rows,
+    -- and fire its AFTER triggers as whoever changed the referenced one. Foreign keys from
+    -- partitions to partitions are made by PostgreSQL for those of their partitioned tables.
+    FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS referenced,
+                    CASE k.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' ELSE 'SET DEFAULT' END AS action
+               FROM pg_constraint k
+              WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confupdtype IN ('c', 'n', 'd')
+                AND k.confrelid IN (SELECT x.relid FROM objectid_internal.rekey_tables(cols) x)
+                AND k.oid NOT IN (SELECT f.constraint_id FROM objectid_internal.rekey_references(tbl) f)
+              ORDER BY 2, 1
     LOOP
-        RETURN QUERY SELECT '55000'::text, format('trigger %I on %s is an AFTER trigger on a table of %s, not of %s, the owner of %s:'
-                           ' it would fire at the end of the batch as %s; disable it for the rekey', r.tgname, r.relid,
-                           r.relowner::regrole, owner::regrole, tbl, owner::regrole);
+        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references columns of %s other than the key, ON UPDATE %s:'
+                           ' if they changed during the rekey, its action would change %s with triggers run as another role;'
+                           ' make it ON UPDATE NO ACTION for the rekey', r.conname, r.referencing, r.referenced, r.action,
+                           r.referencing);
     END LOOP;
 
     -- User triggers that the rewrite fires, on every table it touches (partitions too): UPDATE

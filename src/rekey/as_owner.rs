@@ -34,7 +34,7 @@ use pgrx::JsonB;
 /// The owner of the relation, or an error naming it when there is no such relation.
 fn relation_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
     let owner = Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        "SELECT (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
         &[relid.into()],
     )
     .unwrap_or_else(|e| error!("cannot read the owner of relation {}: {e}", relid.to_u32()));
@@ -523,30 +523,6 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
     })
 }
 
-/// Refuses (42501) when a user trigger that runs after a statement is enabled on `relid` or a
-/// partition below it: the AFTER triggers of another owner's statement in a batch fire at the end
-/// of the batch's last statement, as the key table's owner (rekey_batch_as_owner), which is right
-/// for PostgreSQL's foreign-key checks only.
-fn no_after_triggers(relid: pg_sys::Oid) {
-    let found = Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.string_agg(pg_catalog.format('%I on %s', t.tgname, t.tgrelid::pg_catalog.regclass), ', ')
-           FROM (SELECT $1 AS relid UNION SELECT p.relid::pg_catalog.oid FROM pg_catalog.pg_partition_tree($1) p) p
-           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) p.relid
-          WHERE NOT t.tgisinternal AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'::\"char\"
-            AND (t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 2) OPERATOR(pg_catalog.=) 0",
-        &[relid.into()],
-    )
-    .unwrap_or_else(|e| error!("cannot read the triggers of relation {}: {e}", relid.to_u32()));
-    if let Some(found) = found {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("cannot rewrite relation {} of another owner: trigger {found} runs after the statement", relid.to_u32()),
-            "It would run when the batch ends, as the owner of the key's table, not as its own. Disable it for the rekey."
-        );
-    }
-}
-
 /// The elements of an array a batch's statement returned, which are never NULL when the statements
 /// are rekey_statements'; an error, not a panic, when a caller's own statement returns one.
 fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
@@ -560,22 +536,36 @@ fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
         .collect()
 }
 
-/// Every user trigger on `tables` and the partitions below them (pg_partition_tree lists no
-/// plain table, not even the one it is given), each as `oid enabled type`, in
-/// order: what must not change while other owners' statements run, whose own code (a BEFORE
-/// trigger, say) could create or enable an AFTER trigger that the next statement would queue.
-fn user_triggers(tables: &[pg_sys::Oid]) -> Vec<String> {
+/// Every trigger (internal ones too: a foreign key made adds them) on the tables that change with
+/// `relid`'s key and the partitions below them (pg_partition_tree lists no plain table), each as
+/// `oid table enabled type`, in order: what must not change while the batch runs, since a table
+/// owner's code could otherwise attach code that a later statement, or the firing of another
+/// owner's queued triggers, would run as someone else.
+fn set_triggers(relid: pg_sys::Oid) -> Vec<String> {
     Spi::get_one_with_args::<Vec<String>>(
-        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.concat_ws(' ', t.oid, t.tgenabled, t.tgtype) ORDER BY t.oid), '{}')
-           FROM (SELECT r.relid FROM pg_catalog.unnest($1) r(relid)
+        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.concat_ws(' ', t.oid, t.tgrelid, t.tgenabled, t.tgtype)
+                                          ORDER BY t.oid), '{}')
+           FROM (SELECT c.relid::pg_catalog.oid AS relid FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c
                  UNION
-                 SELECT p.relid::pg_catalog.oid FROM pg_catalog.unnest($1) r(relid), LATERAL pg_catalog.pg_partition_tree(r.relid) p) x
-           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) x.relid
-          WHERE NOT t.tgisinternal",
-        &[tables.to_vec().into()],
+                 SELECT p.relid::pg_catalog.oid FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c,
+                        LATERAL pg_catalog.pg_partition_tree(c.relid) p) x
+           JOIN pg_catalog.pg_trigger t ON t.tgrelid OPERATOR(pg_catalog.=) x.relid",
+        &[relid.into()],
     )
     .unwrap_or_else(|e| error!("cannot read the triggers of the tables that change: {e}"))
     .unwrap_or_default()
+}
+
+/// Refuses (42501) when the triggers of the tables that change are no longer `before`.
+fn triggers_unchanged(relid: pg_sys::Oid, before: &[String]) {
+    if set_triggers(relid) != before {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "a table owner's code changed the triggers or foreign keys of the tables that change during the batch",
+            "What it attached could run as another owner; the batch is refused."
+        );
+    }
 }
 
 /// One batch's reads and writes on the tables of the set, each as its owner in a
@@ -587,12 +577,11 @@ fn user_triggers(tables: &[pg_sys::Oid]) -> Vec<String> {
 /// key left in this pass), the keys locked and mapped (NULL: none in the window), and the rows
 /// changed per table: those of the rewrite, then those of each of other_queries.
 ///
-/// The other owners' statements fire their AFTER triggers, only foreign-key checks (their own
-/// are refused: no_after_triggers), when the caller's statement ends: a child's new values find
-/// their parent rows only once the last statement has rewritten the key. That last statement's
-/// own checks (the parent's NO ACTION, the key owner's children) fire at its end, when every
-/// other owner's rows have their new values already. Each statement takes its parameters as
-/// `rekey_batch_statements` describes them.
+/// The other owners' statements fire their AFTER triggers once the last statement has rewritten
+/// the key, each as its own owner: a child's new values find their parent rows only then. That
+/// last statement's own checks (the parent's NO ACTION, the key owner's children) fire at its end,
+/// when every other owner's rows have their new values already. Each statement takes its
+/// parameters as `rekey_batch_statements` describes them.
 // pgrx's macro reads the result's columns from the literal tuple, so no type alias.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 #[pg_extern(sql = false)]
@@ -673,29 +662,27 @@ fn rekey_batch_as_owner(
     let Some((keys, new_keys)) = mapped else {
         return TableIterator::once((window_end, None, None));
     };
-    // The other owners' statements and the rewrite in one subtransaction, inside one query level
-    // of AFTER triggers: the other owners' foreign-key checks, queued by their statements, fire
-    // once the rewrite has made the new keys, still inside the key owner's restricted operation
-    // (PostgreSQL's foreign-key code runs each check as the owner of the table it reads, keeping
-    // the restriction).
+    // The other owners' statements and the rewrite in one subtransaction. Each other owner's
+    // statement queues its AFTER triggers (its foreign keys' checks, its deferrable constraints'
+    // rechecks, its own triggers) at a query level of its own, opened for it here as PostgreSQL
+    // opens one outside the executor; the levels are fired once the key owner's statement has
+    // made the new keys, each as the owner whose statement queued it, in a restricted operation:
+    // every trigger function runs as the current user, and PostgreSQL's foreign-key code runs its
+    // queries as the owner of the table it reads, keeping the restriction.
     let (changed, other_changed) = guarded("the owners of the tables that change", || {
         let key_owner = acting_owner(relid);
         let other_owners: Vec<pg_sys::Oid> = others
             .iter()
-            .map(|(table, _)| {
-                no_after_triggers(*table);
-                acting_owner(*table)
-            })
+            .map(|(table, _)| acting_owner(*table))
             .collect();
-        let other_relids: Vec<pg_sys::Oid> = others.iter().map(|(table, _)| *table).collect();
-        let triggers = user_triggers(&other_relids);
-        // SAFETY: the level is closed by fire_queued_after_triggers below, or by the
-        // subtransaction's abort.
-        unsafe { pg_sys::AfterTriggerBeginQuery() };
+        let triggers = set_triggers(relid);
         let other_changed: Vec<i64> = others
             .iter()
             .zip(&other_owners)
             .map(|((_, query), owner)| {
+                // SAFETY: closed by fire_queued_after_triggers below, in reverse order, or by the
+                // subtransaction's abort.
+                unsafe { pg_sys::AfterTriggerBeginQuery() };
                 within_restricted(*owner, || {
                     indexes_only();
                     Spi::connect_mut(|_client| {
@@ -713,6 +700,7 @@ fn rekey_batch_as_owner(
                 })
             })
             .collect();
+        triggers_unchanged(relid, &triggers);
         let changed = within_restricted(key_owner, || {
             indexes_only();
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
@@ -721,21 +709,13 @@ fn rekey_batch_as_owner(
                     .and_then(|t| t.first().get_one())
                     .unwrap_or_else(|e| error!("{e}"))
             });
-            // The events queued at the level are those of triggers that were there and enabled
-            // when a statement began; none of them a user's AFTER trigger, if none was made,
-            // enabled or changed since the start.
-            if user_triggers(&other_relids) != triggers {
-                ereport!(
-                    ERROR,
-                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    "the code of another owner's table changed the triggers of the tables that change during the batch",
-                    "Its AFTER triggers would run as the owner of the key's table; the batch is refused."
-                );
-            }
-            // SAFETY: closes the level opened above, in this subtransaction.
-            unsafe { fire_queued_after_triggers() };
             changed.map(|c| no_nulls(c, "rewrite"))
         });
+        triggers_unchanged(relid, &triggers);
+        for owner in other_owners.iter().rev() {
+            // SAFETY: closes the innermost level opened above, in this subtransaction.
+            within_restricted(*owner, || unsafe { fire_queued_after_triggers() });
+        }
         (changed, other_changed)
     });
     let changed = changed.map(|mut c| {
