@@ -675,7 +675,12 @@ fn rekey_batch_as_owner(
             .iter()
             .map(|(table, _)| acting_owner(*table))
             .collect();
-        let triggers = set_triggers(relid);
+        // With the key owner's tables alone, what its code attaches runs as that owner anyway.
+        let triggers = if others.is_empty() {
+            Vec::new()
+        } else {
+            set_triggers(relid)
+        };
         let other_changed: Vec<i64> = others
             .iter()
             .zip(&other_owners)
@@ -700,7 +705,9 @@ fn rekey_batch_as_owner(
                 })
             })
             .collect();
-        triggers_unchanged(relid, &triggers);
+        if !others.is_empty() {
+            triggers_unchanged(relid, &triggers);
+        }
         let changed = within_restricted(key_owner, || {
             indexes_only();
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
@@ -711,7 +718,9 @@ fn rekey_batch_as_owner(
             });
             changed.map(|c| no_nulls(c, "rewrite"))
         });
-        triggers_unchanged(relid, &triggers);
+        if !others.is_empty() {
+            triggers_unchanged(relid, &triggers);
+        }
         for owner in other_owners.iter().rev() {
             // SAFETY: closes the innermost level opened above, in this subtransaction.
             within_restricted(*owner, || unsafe { fire_queued_after_triggers() });
