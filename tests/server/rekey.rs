@@ -2073,3 +2073,41 @@ fn partitioned_tables_are_rekeyed_through_their_root() {
     assert_eq!(after.iter().map(|r| r.1).sum::<i64>(), 2000);
     assert_ne!(before, after);
 }
+
+/// A trigger on UPDATE OF a generated column made from the key fires whenever the key changes
+/// (review 6): without fire_triggers it stops the rekey, as one on the key itself does.
+#[test]
+fn a_trigger_on_a_generated_column_of_the_key_is_a_problem() {
+    let mut c = fresh_db("t_rekey_generated_trigger");
+    c.batch_execute(
+        "CREATE TABLE g (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                         h text GENERATED ALWAYS AS (id::text) STORED);
+         CREATE FUNCTION g_t() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+         CREATE TRIGGER g_h AFTER UPDATE OF h ON g FOR EACH ROW EXECUTE FUNCTION g_t();
+         INSERT INTO g DEFAULT VALUES",
+    )
+    .unwrap();
+    let plan: Vec<String> = c
+        .query("SELECT * FROM rekey_plan('g', 'at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|l| l.contains("trigger g_h on public.g would fire on the rewrite of every row")),
+        "{plan:#?}"
+    );
+    c.batch_execute("ALTER TABLE g DISABLE TRIGGER g_h")
+        .unwrap();
+    let plan: Vec<String> = c
+        .query("SELECT * FROM rekey_plan('g', 'at')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        plan.iter().any(|l| l == "Problems that stop it: none"),
+        "{plan:#?}"
+    );
+}

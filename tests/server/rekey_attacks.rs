@@ -466,7 +466,7 @@ fn owner_code_of_every_kind_runs_only_as_its_owner() {
 }
 
 /// Each kind of owner code on a child table of another owner (the hostile m.c, referencing the
-/// victim's v.p twice, once ON UPDATE CASCADE), as the DDL the hostile role runs on it; and what a
+/// victim's v.p twice, once ON UPDATE RESTRICT), as the DDL the hostile role runs on it; and what a
 /// superuser's rekey of v.p must do: finish, or refuse before changing anything.
 const OTHER_OWNER_CODE: &[(&str, &str, bool)] = &[
     ("none", "SELECT", true),
@@ -543,6 +543,18 @@ const OTHER_OWNER_CODE: &[(&str, &str, bool)] = &[
         false,
     ),
     (
+        // Review 6: a foreign key the rekey follows, from the hostile role's table to the
+        // victim's, ON UPDATE CASCADE; a BEFORE trigger keeping the old key leaves rows for the
+        // cascade, whose AFTER trigger events would fire with the victim's statement: refused.
+        "cascade_from_another_owner",
+        "ALTER TABLE m.c DROP CONSTRAINT c_q_id_fkey, ADD FOREIGN KEY (q_id) REFERENCES v.p ON UPDATE CASCADE;
+         CREATE FUNCTION m.keep_old() RETURNS trigger LANGUAGE plpgsql AS
+             'BEGIN IF pg_trigger_depth() = 1 THEN RETURN OLD; END IF; RETURN NEW; END';
+         CREATE TRIGGER keep BEFORE UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.keep_old();
+         CREATE TRIGGER evil AFTER UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.evil_trigger()",
+        false,
+    ),
+    (
         "policy",
         "ALTER TABLE m.c ENABLE ROW LEVEL SECURITY; CREATE POLICY evil ON m.c USING (m.evil(c))",
         true,
@@ -555,7 +567,7 @@ const OTHER_OWNER_CODE: &[(&str, &str, bool)] = &[
 ];
 
 /// The victim's parent v.p (200 rows) with a child v.k of its own, and the hostile role's child
-/// m.c with two foreign keys to v.p (p_id, NO ACTION; q_id, ON UPDATE CASCADE, half of them
+/// m.c with two foreign keys to v.p (p_id, NO ACTION; q_id, ON UPDATE RESTRICT, half of them
 /// NULL), its logging functions, and `code`; the roles of hostile_tables, and the victim
 /// rekey_attack_victim, who is no member of the hostile role's.
 fn hostile_child(db: &str, code: &str) -> Client {
@@ -587,7 +599,7 @@ fn hostile_child(db: &str, code: &str) -> Client {
     let mut mallory = connect_as(db, "rekey_attack_owner");
     mallory
         .batch_execute(
-            "CREATE TABLE m.c (p_id uuid NOT NULL REFERENCES v.p, q_id uuid REFERENCES v.p ON UPDATE CASCADE,
+            "CREATE TABLE m.c (p_id uuid NOT NULL REFERENCES v.p, q_id uuid REFERENCES v.p ON UPDATE RESTRICT,
                                c int NOT NULL DEFAULT 1);
              CREATE INDEX ON m.c (p_id); CREATE INDEX ON m.c (q_id);
              INSERT INTO m.c (p_id, q_id) SELECT id, CASE WHEN at < '2024-01-05' THEN id END FROM v.p;",

@@ -147,6 +147,27 @@ BEGIN
                            r.relowner::regrole, r.root_owner::regrole, r.root);
     END LOOP;
 
+    -- A foreign key the rekey follows from one owner's table to another's, with an ON UPDATE
+    -- action: the rewrite of the referenced table fires it, and should the referencing rows still
+    -- hold the old key (the referencing owner's code can see to that), PostgreSQL's action
+    -- changes them as their owner but queues their AFTER triggers, and their deferrable
+    -- constraints' rechecks, with the referenced table's statement, which fires them as the
+    -- referenced table's owner. The rekey rewrites those rows itself: NO ACTION loses nothing.
+    FOR r IN SELECT f.constraint_name, f.referencing_table, f.referenced_table, f.on_update,
+                    fc.relowner AS referencing_owner, pc.relowner AS referenced_owner
+               FROM objectid_internal.rekey_references(tbl) f
+               JOIN pg_class fc ON fc.oid = f.referencing_table
+               JOIN pg_class pc ON pc.oid = f.referenced_table
+              WHERE fc.relowner <> pc.relowner AND f.on_update NOT IN ('NO ACTION', 'RESTRICT')
+              ORDER BY 2, 1
+    LOOP
+        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s (owned by %s) references %s (owned by %s) ON UPDATE %s:'
+                           ' its action would fire the triggers of %s as %s; make it ON UPDATE NO ACTION for the rekey,'
+                           ' which rewrites those rows itself', r.constraint_name, r.referencing_table,
+                           r.referencing_owner::regrole, r.referenced_table, r.referenced_owner::regrole, r.on_update,
+                           r.referencing_table, r.referenced_owner::regrole);
+    END LOOP;
+
     -- A foreign key the rekey does not follow (it references another column of a table that
     -- changes) with an ON UPDATE action: should that column change with the key (a generated
     -- column, a trigger's doing), PostgreSQL's action would change the referencing table's rows,
@@ -177,7 +198,11 @@ BEGIN
                       AND (cardinality(t.tgattr::int2[]) = 0
                            OR EXISTS (SELECT FROM unnest(cols) c2
                                         JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
-                                       WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))))
+                                       WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))
+                           -- UPDATE OF a generated column fires when what it is made from changes.
+                           OR EXISTS (SELECT FROM pg_attribute ga
+                                       WHERE ga.attrelid = x.relid AND ga.attnum = ANY (t.tgattr::int2[])
+                                         AND ga.attgenerated <> '')))
                      OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
                          AND EXISTS (SELECT FROM pg_partitioned_table pt WHERE pt.partrelid IN
                                        (SELECT p.relid FROM pg_partition_tree(x.root) p))))
