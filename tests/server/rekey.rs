@@ -739,7 +739,9 @@ fn wrong_use_is_refused_before_anything_changes() {
     c.batch_execute(
         "CREATE TABLE numbered (id bigint PRIMARY KEY);
          CREATE TABLE keyless (id uuid, created_at timestamptz);
-         CREATE TABLE pair (a uuid, b uuid, PRIMARY KEY (a, b))",
+         CREATE TABLE pair (a uuid, b uuid, PRIMARY KEY (a, b));
+         CREATE TABLE by_time (id uuid, at timestamptz, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
+         CREATE TABLE by_time_rest PARTITION OF by_time DEFAULT",
     )
     .unwrap();
     let untouched = one_string(&mut c, EVERYTHING);
@@ -773,6 +775,12 @@ fn wrong_use_is_refused_before_anything_changes() {
             "CALL rekey_run('pair', 'x')",
             SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             "the primary key of public.pair has 2 columns (a, b), not one",
+        ),
+        // Partitioned by a time column, which is then in the key: said so, with what to do.
+        (
+            "SELECT * FROM rekey_assess('by_time')",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "the primary key of public.by_time has 2 columns (id, at), not one: it includes the partition key",
         ),
         // Before the default is switched.
         (

@@ -18,6 +18,16 @@ BEGIN
         RAISE EXCEPTION 'table % has no primary key', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'The rekey toolkit moves a primary key of one uuid column and the columns that reference it.';
+    ELSIF cardinality(key_columns) > 1 AND EXISTS (SELECT FROM pg_partitioned_table pt WHERE pt.partrelid = tbl) THEN
+        -- A partitioned table's primary key includes its partition key: partitioned by time, the
+        -- key is (id, time), and every foreign key references both.
+        RAISE EXCEPTION 'the primary key of % has % columns (%), not one: it includes the partition key',
+                tbl, cardinality(key_columns), array_to_string(key_columns, ', ')
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'The rekey toolkit moves a primary key of one uuid column, so a table partitioned by another column is'
+                         ' not rekeyed by it. Partition it by the key instead (UUIDv7 keys are in time order, so ranges of the'
+                         ' key are ranges of time), or rewrite its keys in a maintenance window with UPDATE ... SET id ='
+                         ' uuidv7_at(created_at) over each partition, its foreign keys ON UPDATE CASCADE.';
     ELSIF cardinality(key_columns) > 1 THEN
         RAISE EXCEPTION 'the primary key of % has % columns (%), not one',
                 tbl, cardinality(key_columns), array_to_string(key_columns, ', ')
