@@ -61,6 +61,16 @@ pub fn one_bool(client: &mut Client, sql: &str) -> bool {
     client.query_one(sql, &[]).unwrap().get(0)
 }
 
+/// The first column of every row `sql` returns, as text.
+pub fn strings(client: &mut Client, sql: &str) -> Vec<String> {
+    client
+        .query(sql, &[])
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 pub fn one_i64(client: &mut Client, sql: &str) -> i64 {
     client.query_one(sql, &[]).unwrap().get(0)
 }

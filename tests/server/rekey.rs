@@ -2095,12 +2095,7 @@ fn a_trigger_on_a_generated_column_of_the_key_is_a_problem() {
          INSERT INTO g DEFAULT VALUES",
     )
     .unwrap();
-    let plan: Vec<String> = c
-        .query("SELECT * FROM rekey_plan('g', 'at')", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let plan = strings(&mut c, "SELECT * FROM rekey_plan('g', 'at')");
     assert!(
         plan.iter()
             .any(|l| l.contains("trigger g_h on public.g would fire on the rewrite of every row")),
@@ -2108,12 +2103,7 @@ fn a_trigger_on_a_generated_column_of_the_key_is_a_problem() {
     );
     c.batch_execute("ALTER TABLE g DISABLE TRIGGER g_h")
         .unwrap();
-    let plan: Vec<String> = c
-        .query("SELECT * FROM rekey_plan('g', 'at')", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let plan = strings(&mut c, "SELECT * FROM rekey_plan('g', 'at')");
     assert!(
         plan.iter().any(|l| l == "Problems that stop it: none"),
         "{plan:#?}"

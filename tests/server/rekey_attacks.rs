@@ -171,6 +171,16 @@ const OWNER_CODE: &[(&str, &str)] = &[
     ),
 ];
 
+/// Resets the hostile role's logs: what ran while it set its tables up is not counted.
+fn reset_logs(admin: &mut Client) {
+    admin
+        .batch_execute(
+            "SELECT setval('m.ran_as_owner', 1, false), setval('m.ran_as_someone_else', 1, false),
+                    setval('m.escaped', 1, false)",
+        )
+        .unwrap();
+}
+
 /// A database with the extension, the hostile role rekey_attack_owner owning schema m and in it a
 /// parent m.p (200 rows with version-4 keys) and its child m.k (a row per parent), its logging
 /// functions, and the owner code of `kind`; a clerk (rekey_attack_clerk) who is a member of
@@ -222,12 +232,7 @@ fn hostile_tables(db: &str, code: &str) -> Client {
     mallory.batch_execute(code).unwrap();
     drop(mallory);
     // What ran while the owner set the tables up is not counted.
-    admin
-        .batch_execute(
-            "SELECT setval('m.ran_as_owner', 1, false), setval('m.ran_as_someone_else', 1, false),
-                    setval('m.escaped', 1, false)",
-        )
-        .unwrap();
+    reset_logs(&mut admin);
     admin
 }
 
@@ -607,12 +612,7 @@ fn hostile_child(db: &str, code: &str) -> Client {
         .unwrap();
     mallory.batch_execute(code).unwrap();
     drop(mallory);
-    admin
-        .batch_execute(
-            "SELECT setval('m.ran_as_owner', 1, false), setval('m.ran_as_someone_else', 1, false),
-                    setval('m.escaped', 1, false)",
-        )
-        .unwrap();
+    reset_logs(&mut admin);
     admin
 }
 
@@ -1481,12 +1481,7 @@ fn review_2_findings_stay_closed() {
         )
         .unwrap();
     let children = one_i64(&mut admin, "SELECT count(*) FROM public.c_cascade");
-    let plan: Vec<String> = admin
-        .query("SELECT * FROM rekey_plan('public.p', 'at')", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let plan = strings(&mut admin, "SELECT * FROM rekey_plan('public.p', 'at')");
     assert!(
         plan.iter()
             .any(|l| l.contains("references partition public.p0 of public.p")),
