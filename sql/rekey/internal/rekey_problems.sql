@@ -153,19 +153,23 @@ BEGIN
     -- changes them as their owner but queues their AFTER triggers, and their deferrable
     -- constraints' rechecks, with the referenced table's statement, which fires them as the
     -- referenced table's owner. The rekey rewrites those rows itself: NO ACTION loses nothing.
-    FOR r IN SELECT f.constraint_name, f.referencing_table, f.referenced_table, f.on_update,
+    -- (A foreign key the rekey follows references columns that change: the key, or columns that
+    -- reference it.)
+    FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS referenced,
+                    CASE k.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' ELSE 'SET DEFAULT' END AS action,
                     fc.relowner AS referencing_owner, pc.relowner AS referenced_owner
-               FROM objectid_internal.rekey_references(tbl) f
-               JOIN pg_class fc ON fc.oid = f.referencing_table
-               JOIN pg_class pc ON pc.oid = f.referenced_table
-              WHERE fc.relowner <> pc.relowner AND f.on_update NOT IN ('NO ACTION', 'RESTRICT')
+               FROM pg_constraint k
+               JOIN pg_class fc ON fc.oid = k.conrelid
+               JOIN pg_class pc ON pc.oid = k.confrelid
+              WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confupdtype IN ('c', 'n', 'd')
+                AND fc.relowner <> pc.relowner
+                AND EXISTS (SELECT FROM unnest(cols) c WHERE c.relid = k.confrelid AND c.attnum = ANY (k.confkey))
               ORDER BY 2, 1
     LOOP
         RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s (owned by %s) references %s (owned by %s) ON UPDATE %s:'
                            ' its action would fire the triggers of %s as %s; make it ON UPDATE NO ACTION for the rekey,'
-                           ' which rewrites those rows itself', r.constraint_name, r.referencing_table,
-                           r.referencing_owner::regrole, r.referenced_table, r.referenced_owner::regrole, r.on_update,
-                           r.referencing_table, r.referenced_owner::regrole);
+                           ' which rewrites those rows itself', r.conname, r.referencing, r.referencing_owner::regrole,
+                           r.referenced, r.referenced_owner::regrole, r.action, r.referencing, r.referenced_owner::regrole);
     END LOOP;
 
     -- A foreign key the rekey does not follow (it references another column of a table that
@@ -178,7 +182,7 @@ BEGIN
                FROM pg_constraint k
               WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confupdtype IN ('c', 'n', 'd')
                 AND k.confrelid IN (SELECT x.relid FROM objectid_internal.rekey_tables(cols) x)
-                AND k.oid NOT IN (SELECT f.constraint_id FROM objectid_internal.rekey_references(tbl) f)
+                AND NOT EXISTS (SELECT FROM unnest(cols) c WHERE c.relid = k.confrelid AND c.attnum = ANY (k.confkey))
               ORDER BY 2, 1
     LOOP
         RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references columns of %s other than the key, ON UPDATE %s:'
