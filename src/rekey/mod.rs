@@ -2,12 +2,15 @@
 //! PL/pgSQL in `sql/rekey/`: it reads the catalogs, and its batch loop must be a procedure
 //! that commits, which only PL/pgSQL can be. What SQL cannot do is done here: tell whether that
 //! procedure may commit at all, run the owner's code in a security-restricted operation
-//! (`as_owner`), and call pgstattuple by OID (`leaf_density`).
+//! (`as_owner`, with `session_state` what it checks around it and `rekey_batch_as_owner` a batch
+//! of several owners' statements), and call pgstattuple by OID (`leaf_density`).
 
 use pgrx::prelude::*;
 
 mod as_owner;
 mod leaf_density;
+mod rekey_batch_as_owner;
+mod session_state;
 
 /// Whether the procedure that calls this can COMMIT: true only inside a procedure invoked by a
 /// top-level CALL outside a transaction block, and not inside a block with an exception handler.

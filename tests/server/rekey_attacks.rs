@@ -500,6 +500,19 @@ const OTHER_OWNER_CODE: &[(&str, &str, bool)] = &[
         true,
     ),
     (
+        // Review 7: a rule made while the batch runs: refused, as triggers are.
+        "rule_made_during_the_batch",
+        "CREATE FUNCTION m.late_rule() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NOT EXISTS (SELECT FROM pg_rewrite WHERE rulename = 'late') THEN
+                 EXECUTE 'CREATE RULE late AS ON UPDATE TO m.c DO ALSO SELECT m.evil(0)';
+             END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER early BEFORE UPDATE ON m.c FOR EACH ROW EXECUTE FUNCTION m.late_rule()",
+        false,
+    ),
+    (
         // Review 5: a deferrable exclusion constraint whose expression conflicts while the batch
         // writes, so that its recheck is queued for the end of the batch (it must run as its
         // owner, and fails there: the conflict is real).
