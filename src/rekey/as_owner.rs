@@ -185,7 +185,7 @@ pub(super) fn acting_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
 }
 
 /// Runs `f` as the owner of `relid` inside a security-restricted operation (acting_owner).
-pub(super) fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
+fn as_owner<R>(relid: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     let owner = acting_owner(relid);
     restricted(
         owner,

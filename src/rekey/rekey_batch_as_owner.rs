@@ -6,9 +6,7 @@
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
 
-use super::as_owner::{
-    acting_owner, as_owner, execute, guarded, set_at_this_level, within_restricted,
-};
+use super::as_owner::{acting_owner, execute, guarded, set_at_this_level, within_restricted};
 
 /// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
 /// current user and security context, as PostgreSQL does where it opens such a level outside the
@@ -130,61 +128,63 @@ fn rekey_batch_as_owner(
     // batch. Undone with the rest of each operation's settings.
     // SAFETY: sets a setting at the operation's own nest level.
     let indexes_only = || unsafe { set_at_this_level("enable_seqscan", "off") };
-    let (window_end, mapped) = as_owner(relid, || {
-        indexes_only();
-        Spi::connect_mut(|client| {
-            let window: Option<Vec<Option<Uuid>>> = client
-                .update(
-                    window_query,
-                    None,
-                    &[DatumWithOid::from(after), DatumWithOid::from(batch_size)],
-                )
-                .and_then(|t| t.first().get_one())
-                .unwrap_or_else(|e| error!("{e}"));
-            let Some(window) = window.filter(|w| !w.is_empty()) else {
-                return (None, None);
-            };
-            let window = no_nulls(window, "window");
-            let window_end = window[window.len() - 1];
-            let (keys, new_keys): (Option<Vec<Option<Uuid>>>, Option<Vec<Option<Uuid>>>) = client
-                .update(
-                    map_query,
-                    None,
-                    &[
-                        DatumWithOid::from(window),
-                        DatumWithOid::from(fallback_time),
-                        DatumWithOid::from(batch),
-                    ],
-                )
-                .and_then(|t| t.first().get_two())
-                .unwrap_or_else(|e| error!("{e}"));
-            let Some(keys) = keys.filter(|k| !k.is_empty()) else {
-                return (Some(window_end), None);
-            };
-            let keys = no_nulls(keys, "map");
-            let new_keys = no_nulls(new_keys.unwrap_or_default(), "map");
-            if new_keys.len() != keys.len() {
-                error!(
-                    "the map query of a rekey batch returned {} new keys for {} keys",
-                    new_keys.len(),
-                    keys.len()
-                );
-            }
-            (Some(window_end), Some((keys, new_keys)))
-        })
-    });
-    let Some((keys, new_keys)) = mapped else {
-        return TableIterator::once((window_end, None, None));
-    };
-    // The other owners' statements and the rewrite in one subtransaction. Each other owner's
-    // statement queues its AFTER triggers (its foreign keys' checks, its deferrable constraints'
-    // rechecks, its own triggers) at a query level of its own, opened for it here as PostgreSQL
-    // opens one outside the executor; the levels are fired once the key owner's statement has
-    // made the new keys, each as the owner whose statement queued it, in a restricted operation:
-    // every trigger function runs as the current user, and PostgreSQL's foreign-key code runs its
-    // queries as the owner of the table it reads, keeping the restriction.
-    let (changed, other_changed) = guarded("the owners of the tables that change", || {
+    // Every statement of the batch in one subtransaction (guarded), each in the restricted
+    // operation of the owner of the tables it changes. Each other owner's statement queues its
+    // AFTER triggers (its foreign keys' checks, its deferrable constraints' rechecks, its own
+    // triggers) at a query level of its own, opened for it here as PostgreSQL opens one outside
+    // the executor; the levels are fired once the key owner's statement has made the new keys,
+    // each as the owner whose statement queued it, in a restricted operation: every trigger
+    // function runs as the current user, and PostgreSQL's foreign-key code runs its queries as
+    // the owner of the table it reads, keeping the restriction.
+    let (window_end, keys, changed) = guarded("the owners of the tables that change", || {
         let key_owner = acting_owner(relid);
+        let (window_end, mapped) = within_restricted(key_owner, || {
+            indexes_only();
+            Spi::connect_mut(|client| {
+                let window: Option<Vec<Option<Uuid>>> = client
+                    .update(
+                        window_query,
+                        None,
+                        &[DatumWithOid::from(after), DatumWithOid::from(batch_size)],
+                    )
+                    .and_then(|t| t.first().get_one())
+                    .unwrap_or_else(|e| error!("{e}"));
+                let Some(window) = window.filter(|w| !w.is_empty()) else {
+                    return (None, None);
+                };
+                let window = no_nulls(window, "window");
+                let window_end = window[window.len() - 1];
+                let (keys, new_keys): (Option<Vec<Option<Uuid>>>, Option<Vec<Option<Uuid>>>) =
+                    client
+                        .update(
+                            map_query,
+                            None,
+                            &[
+                                DatumWithOid::from(window),
+                                DatumWithOid::from(fallback_time),
+                                DatumWithOid::from(batch),
+                            ],
+                        )
+                        .and_then(|t| t.first().get_two())
+                        .unwrap_or_else(|e| error!("{e}"));
+                let Some(keys) = keys.filter(|k| !k.is_empty()) else {
+                    return (Some(window_end), None);
+                };
+                let keys = no_nulls(keys, "map");
+                let new_keys = no_nulls(new_keys.unwrap_or_default(), "map");
+                if new_keys.len() != keys.len() {
+                    error!(
+                        "the map query of a rekey batch returned {} new keys for {} keys",
+                        new_keys.len(),
+                        keys.len()
+                    );
+                }
+                (Some(window_end), Some((keys, new_keys)))
+            })
+        });
+        let Some((keys, new_keys)) = mapped else {
+            return (window_end, None, None);
+        };
         let other_owners: Vec<pg_sys::Oid> = others
             .iter()
             .map(|(table, _)| acting_owner(*table))
@@ -239,11 +239,11 @@ fn rekey_batch_as_owner(
             // SAFETY: closes the innermost level opened above, in this subtransaction.
             within_restricted(*owner, || unsafe { fire_queued_after_triggers() });
         }
-        (changed, other_changed)
+        let changed = changed.map(|mut c| {
+            c.extend(other_changed);
+            c
+        });
+        (window_end, Some(keys), changed)
     });
-    let changed = changed.map(|mut c| {
-        c.extend(other_changed);
-        c
-    });
-    TableIterator::once((window_end, Some(keys), changed))
+    TableIterator::once((window_end, keys, changed))
 }
