@@ -437,41 +437,49 @@ class Report:
                + ",".join(str(b) for b in runs) + f" --scale {r['parents'] / 2_000_000:g}` on {date}"
                + (f" in {r['elapsed_s'] / 60:.0f} min" if "elapsed_s" in r else "")
                + f": PostgreSQL {r.get('server', '17')}, {r['parents']:,} parent rows with UUIDv4 keys, each shape "
-               "rekeyed from the same copy by the toolkit (`CALL rekey_run`, one transaction per batch) and by "
+               "rekeyed from the same copy by the toolkit (`CALL rekey_run`, one transaction per batch) with its "
+               "foreign keys `NO ACTION`, by the toolkit on the naive update's schema, and by "
                "the naive `UPDATE parent SET id = uuidv7_at(created_at)` with every foreign key `ON UPDATE "
-               "CASCADE`, which holds its locks for the whole run; a probe session updates a random parent and "
+               "CASCADE`, which holds its locks for the whole run (it cannot run with `NO ACTION` keys); a probe session updates a random parent and "
                "child row every 5 ms throughout and keeps its slowest statement"
                + (f"; medians of {r['reps']} repetitions" if r.get("reps", 1) > 1 else "; one run of each")
                + ". Raw results: [bench-rekey-shapes.json](bench-rekey-shapes.json). The shapes: one column "
                "(a child of three rows per parent), a self-reference, a child with two foreign keys to the "
                "parent, a child whose primary key includes the reference, a child partitioned by time.", "")
         rows = []
-        ratios, flat, waits = {}, {}, {}
+        ratios, same, flat, waits = {}, {}, {}, {}
         for shape, d in r["shapes"].items():
             s = d["summary"]
             t, n = s[f"toolkit_{first}"], s["naive"]
+            tc = s[f"toolkit_cascade_{first}"]
             per = [s[f"toolkit_{b}"]["seconds_per_1000_keys"] for b in sizes]
             ratios[shape] = s["throughput_ratio"]
+            same[shape] = s["throughput_ratio_same_schema"]
             flat[shape] = max(per) / min(per)
             waits[shape] = t["longest_probe_wait_s"]
-            rows.append([shape.replace("_", " "), f"{t['keys_per_second']:,.0f}", f"{n['keys_per_second']:,.0f}",
-                         f"**{s['throughput_ratio']:.2f}**",
+            rows.append([shape.replace("_", " "), f"{tc['keys_per_second']:,.0f}", f"{n['keys_per_second']:,.0f}",
+                         f"**{s['throughput_ratio_same_schema']:.2f}**", f"{t['keys_per_second']:,.0f}",
+                         f"{s['throughput_ratio']:.2f}",
                          f"{s['throughput_ratio_with_vacuum']:.2f}" if "throughput_ratio_with_vacuum" in s else "",
                          f"{t['wal_bytes_per_row']:,.0f} / {n['wal_bytes_per_row']:,.0f}",
                          " / ".join(f"{p:.3f}" for p in per),
                          f"{t['longest_probe_wait_s']:.2f} s / {n['longest_probe_wait_s']:.2f} s"])
-        self.table(["shape", f"toolkit keys/s (batches {label(first)})", "naive keys/s", "toolkit / naive",
-                    "toolkit / naive, each with the VACUUM after it",
+        self.table(["shape", f"toolkit keys/s, the naive update's schema (batches {label(first)})", "naive keys/s",
+                    "toolkit / naive, same schema", "toolkit keys/s, foreign keys NO ACTION",
+                    "toolkit (NO ACTION) / naive", "toolkit (NO ACTION) / naive, each with the VACUUM after it",
                     "WAL bytes per rewritten row, toolkit / naive",
                     "seconds per 1,000 keys, batches of " + " / ".join(f"{b:,}" for b in sizes),
                     "longest wait of a concurrent writer, toolkit / naive"], rows)
         low = min(ratios, key=ratios.get)
+        low_same = min(same, key=same.get)
         worst_flat = max(flat, key=flat.get)
         worst_wait = max(waits, key=waits.get)
         self.w("Targets (issue 18), at the default batch size"
                + ("" if first == "default" else f" (here batches {label(first)})") + ", on every shape:", "",
-               f"- at least 0.8× the naive update's keys per second: lowest {ratios[low]:.2f}× ({low.replace('_', ' ')})"
-               f" — **{'met' if ratios[low] >= 0.8 else 'not met'}**",
+               f"- at least 0.8× the naive update's keys per second, on the naive update's schema: lowest "
+               f"{same[low_same]:.2f}× ({low_same.replace('_', ' ')}) — **{'met' if same[low_same] >= 0.8 else 'not met'}**;"
+               f" with the foreign keys NO ACTION, which the naive update cannot run on: lowest {ratios[low]:.2f}×"
+               f" ({low.replace('_', ' ')}) — **{'met' if ratios[low] >= 0.8 else 'not met'}**",
                f"- time per key flat from batches of {min(sizes):,} to {max(sizes):,} keys (within ±20 %): widest "
                f"spread {flat[worst_flat]:.2f}× ({worst_flat.replace('_', ' ')})"
                f" — **{'met' if flat[worst_flat] <= 1.2 else 'not met'}**",
@@ -493,7 +501,13 @@ class Report:
                   if first == "default" else "") + ". "
                "Beyond the naive update's work, each batch locks its rows first, records "
                "every key in the mapping table, and checks its preconditions and privileges again under its "
-               "locks, as the tables' owner. The second ratio adds to each the plain `VACUUM` of its tables run "
+               "locks, as the tables' owner. On the naive update's schema the toolkit leaves the rows of its "
+               "`ON UPDATE CASCADE` children to PostgreSQL's cascade, as the naive update does. With `NO ACTION` "
+               "foreign keys it rewrites them itself, in one statement per batch, but PostgreSQL still checks "
+               "every changed key for rows that reference it (a query per key and foreign key, over every "
+               "partition of a partitioned child): that check costs about what the cascade's update of the key "
+               "does, so the toolkit's own rewrite of the children comes on top of it. The last ratio adds to "
+               "each the plain `VACUUM` of its tables run "
                "right after it: the naive update leaves all of its dead row versions for it, while autovacuum "
                "cleans up after the toolkit's committed batches as they go, on the same cores.", "")
 

@@ -741,7 +741,9 @@ fn wrong_use_is_refused_before_anything_changes() {
          CREATE TABLE keyless (id uuid, created_at timestamptz);
          CREATE TABLE pair (a uuid, b uuid, PRIMARY KEY (a, b));
          CREATE TABLE by_time (id uuid, at timestamptz, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
-         CREATE TABLE by_time_rest PARTITION OF by_time DEFAULT",
+         CREATE TABLE by_time_rest PARTITION OF by_time DEFAULT;
+         CREATE TABLE coded (id uuid PRIMARY KEY DEFAULT uuidv7(), code text UNIQUE, created_at timestamptz);
+         CREATE TABLE coded_ref (c text REFERENCES coded (code) ON UPDATE CASCADE)",
     )
     .unwrap();
     let untouched = one_string(&mut c, EVERYTHING);
@@ -781,6 +783,13 @@ fn wrong_use_is_refused_before_anything_changes() {
             "SELECT * FROM rekey_assess('by_time')",
             SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             "the primary key of public.by_time has 2 columns (id, at), not one: it includes the partition key",
+        ),
+        // A foreign key to another column of the table, whose action would run as whoever
+        // changed it.
+        (
+            "CALL rekey_run('coded', 'created_at')",
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "foreign key coded_ref_c_fkey of public.coded_ref references columns of public.coded other than the key, ON UPDATE CASCADE",
         ),
         // Before the default is switched.
         (
@@ -1166,6 +1175,91 @@ fn every_on_update_action_follows() {
         2000
     );
     assert_verified(&mut c, "parent");
+}
+
+/// Where a foreign key is ON UPDATE CASCADE and nothing references its column, the batch leaves
+/// the referencing rows to PostgreSQL's cascade (the rewrite of the key fires it for every key
+/// anyway): a child, and a self-reference. It rewrites them itself where the column is referenced
+/// in turn (a grandchild's checks wait for it), where another foreign key of the column is not
+/// CASCADE, and where the referenced table is partitioned (a row moving between partitions is
+/// deleted and inserted, which fires ON DELETE actions before 15). Every reference follows.
+#[test]
+fn cascading_children_are_left_to_the_cascade() {
+    let mut c = fresh_db("t_rekey_cascade");
+    c.batch_execute(
+        "CREATE TABLE parent (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), n int NOT NULL UNIQUE,
+                              created_at timestamptz NOT NULL,
+                              up uuid REFERENCES parent ON UPDATE CASCADE, UNIQUE (id, n));
+         CREATE TABLE leaf (p_id uuid REFERENCES parent ON UPDATE CASCADE, n int NOT NULL);
+         CREATE TABLE mixed (p_id uuid REFERENCES parent ON UPDATE CASCADE, n int NOT NULL,
+                             FOREIGN KEY (p_id, n) REFERENCES parent (id, n));
+         CREATE TABLE line (p_id uuid REFERENCES parent ON UPDATE CASCADE, line int NOT NULL,
+                            PRIMARY KEY (p_id, line));
+         CREATE TABLE note (p_id uuid, line int, FOREIGN KEY (p_id, line) REFERENCES line);
+         CREATE TABLE hashed (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL)
+             PARTITION BY HASH (id);
+         CREATE TABLE hashed_0 PARTITION OF hashed FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+         CREATE TABLE hashed_1 PARTITION OF hashed FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+         CREATE TABLE hashed_ref (h_id uuid REFERENCES hashed ON UPDATE CASCADE ON DELETE CASCADE);
+         INSERT INTO parent (n, created_at)
+             SELECT i, '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 s' FROM generate_series(1, 300) i;
+         UPDATE parent p SET up = q.id FROM parent q WHERE q.n = p.n / 2;
+         INSERT INTO leaf SELECT id, n FROM parent;
+         INSERT INTO mixed SELECT id, n FROM parent;
+         INSERT INTO line SELECT id, j FROM parent, generate_series(1, 2) j;
+         INSERT INTO note SELECT p_id, line FROM line;
+         INSERT INTO hashed (created_at)
+             SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 s' FROM generate_series(1, 200) i;
+         INSERT INTO hashed_ref SELECT id FROM hashed;
+         CREATE INDEX ON parent (up); CREATE INDEX ON leaf (p_id); CREATE INDEX ON mixed (p_id);
+         CREATE INDEX ON note (p_id, line); CREATE INDEX ON hashed_ref (h_id);
+         SELECT rekey_switch_default('parent'); SELECT rekey_switch_default('hashed')",
+    )
+    .unwrap();
+    let rewrite = |c: &mut Client, table: &str| -> String {
+        c.query_one(
+            &format!(
+                "SELECT (objectid_internal.rekey_statements('{table}', 'created_at', 'UTC',
+                                                             'public.{table}_rekey_map')).rewrite_query"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let statement = rewrite(&mut c, "parent");
+    for rewritten in ["public.line", "public.note", "public.mixed"] {
+        assert!(
+            statement.contains(&format!("UPDATE ONLY {rewritten} t")),
+            "{rewritten}: {statement}"
+        );
+    }
+    assert!(!statement.contains("public.leaf"), "{statement}");
+    assert!(!statement.contains("SET up"), "{statement}");
+    let statement = rewrite(&mut c, "hashed");
+    assert!(statement.contains("public.hashed_ref"), "{statement}");
+
+    for table in ["parent", "hashed"] {
+        c.batch_execute(&format!(
+            "CALL rekey_run('{table}', 'created_at', batch_size => 70)"
+        ))
+        .unwrap();
+    }
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT (SELECT count(*) FROM parent p JOIN parent q ON q.id = p.up WHERE q.n = p.n / 2)
+                  + (SELECT count(*) FROM leaf l JOIN parent p USING (n) WHERE l.p_id = p.id)
+                  + (SELECT count(*) FROM mixed m JOIN parent p USING (n) WHERE m.p_id = p.id)
+                  + (SELECT count(*) FROM note n JOIN line l USING (p_id, line) JOIN parent p ON p.id = l.p_id)
+                  + (SELECT count(*) FROM hashed_ref r JOIN hashed h ON h.id = r.h_id)
+                  + (SELECT count(*) FROM parent WHERE uuid_extract_version(id) = 7)
+                  + (SELECT count(*) FROM hashed WHERE uuid_extract_version(id) = 7)"
+        ),
+        299 + 300 + 300 + 600 + 200 + 300 + 200
+    );
+    assert_verified(&mut c, "parent");
+    assert_verified(&mut c, "hashed");
 }
 
 /// The state and the mapping table cannot be supplied by anyone but the table's owner, and no
