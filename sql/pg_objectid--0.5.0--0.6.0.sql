@@ -655,9 +655,13 @@ BEGIN
             THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
+    -- The next version-4 keys in key order: the version-7 keys among them (rekeyed ones, the
+    -- application's new ones, every key in the second pass) are passed over in the one index
+    -- scan, instead of filling windows with nothing to rekey, each at a batch's fixed cost.
     result.window_query := format(
         'SELECT pg_catalog.array_agg(k ORDER BY k) FROM (SELECT t.%1$I AS k FROM %2$s t'
-        ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 ORDER BY t.%1$I LIMIT $2) s',
+        ' WHERE t.%1$I OPERATOR(pg_catalog.>) $1 AND objectid_internal.uuid_extract_version(t.%1$I) OPERATOR(pg_catalog.=) 4'
+        ' ORDER BY t.%1$I LIMIT $2) s',
         key, objectid_internal.rekey_relation(tbl::oid));
     -- The lock and the mapping in one statement: each row is read once, its time with it, under
     -- its lock (FOR UPDATE reads the latest version of a row changed since the statement began).
@@ -1314,14 +1318,14 @@ BEGIN
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
     END IF;
-    RETURN NEXT format('     then %s in key order, the version-4 keys of each a batch in its own'
+    RETURN NEXT format('     then %s, in key order, each a batch in its own'
                        ' transaction (with enable_seqscan off), as %s in a security-restricted operation:',
                        CASE WHEN batch_size IS NULL
-                            THEN (SELECT format('windows sized to take about %s s each (%s to %s keys, %s first)',
+                            THEN (SELECT format('windows of version-4 keys sized to take about %s s each (%s to %s keys, %s first)',
                                                 k.target_seconds, k.least_size, k.most_size, k.first_size)
                                     FROM objectid_internal.rekey_batch_size(NULL, NULL, NULL) k)
-                            ELSE format('%s windows of up to %s keys',
-                                        coalesce(((total + batch_size - 1) / batch_size)::text, 'the'), batch_size) END,
+                            ELSE format('%s windows of up to %s version-4 keys',
+                                        coalesce(((todo + batch_size - 1) / batch_size)::text, 'the'), batch_size) END,
                        (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl));
     IF time_column IS NOT NULL AND objectid_internal.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
        AND NOT EXISTS (SELECT FROM objectid_internal.rekey_columns(tbl) c WHERE c.atttype <> 'uuid'::regtype) THEN
@@ -1704,6 +1708,25 @@ BEGIN
 END
 $body$;
 
+-- Every way out of rekey_run, whether it finished, paused or failed: the session's rekey lock
+-- released when the run holds it (a session lock, which neither a COMMIT nor an error releases).
+-- rekey_run cannot have a single exit in PL/pgSQL (it commits, and a block with an exception
+-- handler cannot): each of its exception handlers calls this, then raises the error again, which
+-- keeps its own message, detail, hint and context. What else rekey_run changes needs no such
+-- care on an error: its settings and its record of the session are the transaction's, and the
+-- error's rollback restores them.
+CREATE FUNCTION objectid_internal.rekey_run_end(lock_key bigint, unlock boolean)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+BEGIN
+    IF unlock THEN
+        PERFORM pg_advisory_unlock(lock_key);
+    END IF;
+END
+$body$;
+
 -- Rekeys tbl: starts (or resumes) with rekey_start, then runs rekey_batch until every version-4 key
 -- is rekeyed, committing after each batch, so that no lock is held longer than one batch and a
 -- run stopped at any point (cancelled, terminated, the server restarted) resumes where the last
@@ -1805,8 +1828,8 @@ BEGIN
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
 
-    -- One session at a time: a session lock kept across the batches' commits (released below on
-    -- every way out), or in one transaction a transaction lock. Each batch also locks the table's
+    -- One session at a time: a session lock kept across the batches' commits (released by
+    -- rekey_run_end on every way out), or in one transaction a transaction lock. Each batch also locks the table's
     -- rekey_state row, so two runs could only take turns; the lock says who runs, and refuses a
     -- second run. A holder that may not rekey the table (anyone can take an advisory lock) stops
     -- nobody: the run goes on without the lock.
@@ -1820,9 +1843,7 @@ BEGIN
     END IF;
     holder := objectid_internal.rekey_runner(tbl, false);
     IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
-        IF committing AND holding THEN
-            PERFORM pg_advisory_unlock(lock_key);
-        END IF;
+        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
         RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
             USING ERRCODE = 'object_in_use';
     END IF;
@@ -1833,9 +1854,7 @@ BEGIN
     BEGIN
         st := objectid_internal.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
-        IF committing AND holding THEN
-            PERFORM pg_advisory_unlock(lock_key);
-        END IF;
+        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
         RAISE;
     END;
     IF batch_size IS NULL THEN
@@ -1873,26 +1892,20 @@ BEGIN
                     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE;
                     attempt := attempt + 1;
                     IF attempt > max_retries THEN
-                        IF committing AND holding THEN
-                            PERFORM pg_advisory_unlock(lock_key);
-                        END IF;
+                        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                         RAISE EXCEPTION 'rekey of % stopped: a batch failed % times, last with: %', tbl, attempt, failure
                             USING ERRCODE = failure_state,
                                   HINT = 'Nothing of that batch was kept. CALL rekey_run again to resume, perhaps with a longer lock_timeout or more retries.';
                     END IF;
                     RAISE NOTICE 'rekey of %: batch rolled back (%), retry % of %', tbl, failure, attempt, max_retries;
                 WHEN OTHERS OR query_canceled THEN
-                    IF committing AND holding THEN
-                        PERFORM pg_advisory_unlock(lock_key);
-                    END IF;
+                    PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                     RAISE;
             END;
             BEGIN
                 PERFORM pg_sleep(least(0.1 * attempt, 2));
             EXCEPTION WHEN query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END LOOP;
@@ -1914,9 +1927,7 @@ BEGIN
             BEGIN
                 PERFORM pg_sleep(extract(epoch FROM pause));
             EXCEPTION WHEN query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END IF;
@@ -1934,9 +1945,7 @@ BEGIN
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;
             EXCEPTION WHEN OTHERS OR query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END IF;
@@ -1946,9 +1955,8 @@ BEGIN
     END IF;
     UPDATE objectid_internal.rekey_state s SET runner_pid = NULL, runner_started = NULL
      WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();
-    IF committing AND holding THEN
-        PERFORM pg_advisory_unlock(lock_key);
-    ELSIF NOT committing THEN
+    PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
+    IF NOT committing THEN
         PERFORM set_config('lock_timeout', saved_timeout, true);
     END IF;
     PERFORM set_config('search_path', saved_path, true);

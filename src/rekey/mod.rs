@@ -84,6 +84,7 @@ mod install {
         "../../sql/rekey/internal/rekey_start.sql" => "rekey_internal_rekey_start",
         "../../sql/rekey/internal/rekey_counts_query.sql" => "rekey_internal_rekey_counts_query",
         "../../sql/rekey/internal/rekey_batch.sql" => "rekey_internal_rekey_batch",
+        "../../sql/rekey/internal/rekey_run_end.sql" => "rekey_internal_rekey_run_end",
         "../../sql/rekey/api/rekey_run.sql" => "rekey_api_rekey_run",
         "../../sql/rekey/internal/rekey_status_rows.sql" => "rekey_internal_rekey_status_rows",
         "../../sql/rekey/api/rekey_status.sql" => "rekey_api_rekey_status",

@@ -115,6 +115,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_relation", "s", true, "s", false),
+    ("objectid_internal.rekey_run_end", "v", true, "u", false),
     ("objectid_internal.rekey_runner", "s", true, "r", false),
     ("objectid_internal.rekey_start", "v", false, "u", false),
     (

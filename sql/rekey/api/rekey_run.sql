@@ -99,8 +99,8 @@ BEGIN
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
 
-    -- One session at a time: a session lock kept across the batches' commits (released below on
-    -- every way out), or in one transaction a transaction lock. Each batch also locks the table's
+    -- One session at a time: a session lock kept across the batches' commits (released by
+    -- rekey_run_end on every way out), or in one transaction a transaction lock. Each batch also locks the table's
     -- rekey_state row, so two runs could only take turns; the lock says who runs, and refuses a
     -- second run. A holder that may not rekey the table (anyone can take an advisory lock) stops
     -- nobody: the run goes on without the lock.
@@ -114,9 +114,7 @@ BEGIN
     END IF;
     holder := objectid_internal.rekey_runner(tbl, false);
     IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
-        IF committing AND holding THEN
-            PERFORM pg_advisory_unlock(lock_key);
-        END IF;
+        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
         RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
             USING ERRCODE = 'object_in_use';
     END IF;
@@ -127,9 +125,7 @@ BEGIN
     BEGIN
         st := objectid_internal.rekey_start(tbl, time_column, fallback_time, fire_triggers, mapping_table);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
-        IF committing AND holding THEN
-            PERFORM pg_advisory_unlock(lock_key);
-        END IF;
+        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
         RAISE;
     END;
     IF batch_size IS NULL THEN
@@ -167,26 +163,20 @@ BEGIN
                     GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_state = RETURNED_SQLSTATE;
                     attempt := attempt + 1;
                     IF attempt > max_retries THEN
-                        IF committing AND holding THEN
-                            PERFORM pg_advisory_unlock(lock_key);
-                        END IF;
+                        PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                         RAISE EXCEPTION 'rekey of % stopped: a batch failed % times, last with: %', tbl, attempt, failure
                             USING ERRCODE = failure_state,
                                   HINT = 'Nothing of that batch was kept. CALL rekey_run again to resume, perhaps with a longer lock_timeout or more retries.';
                     END IF;
                     RAISE NOTICE 'rekey of %: batch rolled back (%), retry % of %', tbl, failure, attempt, max_retries;
                 WHEN OTHERS OR query_canceled THEN
-                    IF committing AND holding THEN
-                        PERFORM pg_advisory_unlock(lock_key);
-                    END IF;
+                    PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                     RAISE;
             END;
             BEGIN
                 PERFORM pg_sleep(least(0.1 * attempt, 2));
             EXCEPTION WHEN query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END LOOP;
@@ -208,9 +198,7 @@ BEGIN
             BEGIN
                 PERFORM pg_sleep(extract(epoch FROM pause));
             EXCEPTION WHEN query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END IF;
@@ -228,9 +216,7 @@ BEGIN
                     RAISE NOTICE 'rekey of %: refreshed materialized view %', tbl, r.matview;
                 END LOOP;
             EXCEPTION WHEN OTHERS OR query_canceled THEN
-                IF committing AND holding THEN
-                    PERFORM pg_advisory_unlock(lock_key);
-                END IF;
+                PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                 RAISE;
             END;
         END IF;
@@ -240,9 +226,8 @@ BEGIN
     END IF;
     UPDATE objectid_internal.rekey_state s SET runner_pid = NULL, runner_started = NULL
      WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();
-    IF committing AND holding THEN
-        PERFORM pg_advisory_unlock(lock_key);
-    ELSIF NOT committing THEN
+    PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
+    IF NOT committing THEN
         PERFORM set_config('lock_timeout', saved_timeout, true);
     END IF;
     PERFORM set_config('search_path', saved_path, true);
