@@ -1195,6 +1195,11 @@ fn cascading_children_are_left_to_the_cascade() {
                              FOREIGN KEY (p_id, n) REFERENCES parent (id, n));
          CREATE TABLE line (p_id uuid REFERENCES parent ON UPDATE CASCADE, line int NOT NULL,
                             PRIMARY KEY (p_id, line));
+         CREATE TABLE pair (p_id uuid, n int, FOREIGN KEY (p_id, n) REFERENCES parent (id, n) ON UPDATE CASCADE);
+         CREATE TABLE guarded (p_id uuid REFERENCES parent ON UPDATE CASCADE, n int NOT NULL, seen int NOT NULL DEFAULT 0);
+         CREATE FUNCTION keep_p_id() RETURNS trigger LANGUAGE plpgsql AS
+             'BEGIN NEW.p_id := OLD.p_id; NEW.seen := OLD.seen + 1; RETURN NEW; END';
+         CREATE TRIGGER keep_p_id BEFORE UPDATE ON guarded FOR EACH ROW EXECUTE FUNCTION keep_p_id();
          CREATE TABLE note (p_id uuid, line int, FOREIGN KEY (p_id, line) REFERENCES line);
          CREATE TABLE hashed (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL)
              PARTITION BY HASH (id);
@@ -1207,12 +1212,16 @@ fn cascading_children_are_left_to_the_cascade() {
          INSERT INTO leaf SELECT id, n FROM parent;
          INSERT INTO mixed SELECT id, n FROM parent;
          INSERT INTO line SELECT id, j FROM parent, generate_series(1, 2) j;
+         -- MATCH SIMPLE: a row with a NULL in n is not checked, nor cascaded to.
+         INSERT INTO pair SELECT id, CASE WHEN n % 2 = 0 THEN n END FROM parent;
+         INSERT INTO guarded SELECT id, n FROM parent;
          INSERT INTO note SELECT p_id, line FROM line;
          INSERT INTO hashed (created_at)
              SELECT '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 s' FROM generate_series(1, 200) i;
          INSERT INTO hashed_ref SELECT id FROM hashed;
          CREATE INDEX ON parent (up); CREATE INDEX ON leaf (p_id); CREATE INDEX ON mixed (p_id);
          CREATE INDEX ON note (p_id, line); CREATE INDEX ON hashed_ref (h_id);
+         CREATE INDEX ON pair (p_id); CREATE INDEX ON guarded (p_id);
          SELECT rekey_switch_default('parent'); SELECT rekey_switch_default('hashed')",
     )
     .unwrap();
@@ -1228,7 +1237,13 @@ fn cascading_children_are_left_to_the_cascade() {
         .get(0)
     };
     let statement = rewrite(&mut c, "parent");
-    for rewritten in ["public.line", "public.note", "public.mixed"] {
+    for rewritten in [
+        "public.line",
+        "public.note",
+        "public.mixed",
+        "public.pair",
+        "public.guarded",
+    ] {
         assert!(
             statement.contains(&format!("UPDATE ONLY {rewritten} t")),
             "{rewritten}: {statement}"
@@ -1239,6 +1254,22 @@ fn cascading_children_are_left_to_the_cascade() {
     let statement = rewrite(&mut c, "hashed");
     assert!(statement.contains("public.hashed_ref"), "{statement}");
 
+    // The trigger that keeps the old reference makes the batch fail its foreign key check:
+    // refused, nothing kept. Without it, every reference follows.
+    let (got, message) = error_of(
+        &mut c,
+        "CALL rekey_run('parent', 'created_at', batch_size => 70, fire_triggers => true, max_retries => 0)",
+    );
+    assert_eq!(got, SqlState::FOREIGN_KEY_VIOLATION, "{message}");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM parent WHERE uuid_extract_version(id) = 7"
+        ),
+        0
+    );
+    c.batch_execute("DROP TRIGGER keep_p_id ON guarded")
+        .unwrap();
     for table in ["parent", "hashed"] {
         c.batch_execute(&format!(
             "CALL rekey_run('{table}', 'created_at', batch_size => 70)"
@@ -1253,10 +1284,13 @@ fn cascading_children_are_left_to_the_cascade() {
                   + (SELECT count(*) FROM mixed m JOIN parent p USING (n) WHERE m.p_id = p.id)
                   + (SELECT count(*) FROM note n JOIN line l USING (p_id, line) JOIN parent p ON p.id = l.p_id)
                   + (SELECT count(*) FROM hashed_ref r JOIN hashed h ON h.id = r.h_id)
+                  + (SELECT count(*) FROM pair r JOIN parent p ON p.id = r.p_id WHERE r.n IS NOT DISTINCT FROM
+                                                                       CASE WHEN p.n % 2 = 0 THEN p.n END)
+                  + (SELECT count(*) FROM guarded g JOIN parent p ON p.id = g.p_id AND p.n = g.n)
                   + (SELECT count(*) FROM parent WHERE uuid_extract_version(id) = 7)
                   + (SELECT count(*) FROM hashed WHERE uuid_extract_version(id) = 7)"
         ),
-        299 + 300 + 300 + 600 + 200 + 300 + 200
+        299 + 300 + 300 + 600 + 200 + 300 + 300 + 300 + 200
     );
     assert_verified(&mut c, "parent");
     assert_verified(&mut c, "hashed");
@@ -1506,6 +1540,41 @@ fn a_trigger_keeping_the_key_stops_the_batch() {
 /// Forgotten and started again, a rekey adopts its own mapping table and counts what it holds;
 /// a recorded rekey whose table lost its primary key (as a dropped table whose OID came back would)
 /// is refused until forgotten.
+/// A session left holding a table's rekey lock while it runs nothing (a cancel between two of a
+/// run's statements, right after a COMMIT, can leave its session lock behind) does not stop
+/// another session's run; one that is running a statement does (55006).
+#[test]
+fn an_idle_holder_of_the_lock_does_not_stop_a_run() {
+    let mut c = fresh_db("t_rekey_idle_holder");
+    c.batch_execute(
+        "CREATE TABLE t (id uuid PRIMARY KEY DEFAULT uuidv7(), at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO t SELECT gen_random_uuid() FROM generate_series(1, 50)",
+    )
+    .unwrap();
+    let mut holder = connect_to("t_rekey_idle_holder");
+    holder
+        .batch_execute(
+            "SELECT pg_advisory_lock((1919249273::bigint << 32) | 't'::regclass::oid::bigint)",
+        )
+        .unwrap();
+    c.batch_execute("CALL rekey_run('t', 'at', batch_size => 20)")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM t WHERE uuid_extract_version(id) = 4"
+        ),
+        0
+    );
+    c.batch_execute("INSERT INTO t SELECT gen_random_uuid() FROM generate_series(1, 5)")
+        .unwrap();
+    let busy = thread::spawn(move || holder.batch_execute("SELECT pg_sleep(3)"));
+    thread::sleep(Duration::from_millis(500));
+    let (got, message) = error_of(&mut c, "CALL rekey_run('t', 'at')");
+    assert_eq!(got, SqlState::OBJECT_IN_USE, "{message}");
+    busy.join().unwrap().unwrap();
+}
+
 #[test]
 fn forget_and_start_again() {
     let mut c = fresh_db("t_rekey_forget");

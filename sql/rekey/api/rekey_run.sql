@@ -112,14 +112,18 @@ BEGIN
     ELSE
         holding := pg_try_advisory_xact_lock(lock_key);
     END IF;
-    holder := objectid_internal.rekey_runner(tbl, false);
+    -- Only a session running a statement stops the run: one left idle with the lock (a cancel
+    -- between two of a run's statements outside its exception handlers, after a COMMIT, leaves
+    -- a session lock behind, which PL/pgSQL cannot prevent) runs nothing, and the batches take
+    -- turns on the table's rekey_state row anyway.
+    holder := objectid_internal.rekey_runner(tbl, true);
     IF holder IS NOT NULL AND holder <> pg_backend_pid() THEN
         PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
         RAISE EXCEPTION 'another session (process %) is rekeying % now', holder, tbl
             USING ERRCODE = 'object_in_use';
     END IF;
     IF NOT holding THEN
-        RAISE NOTICE 'rekey of %: a session that may not rekey it holds its rekey lock; going on without it', tbl;
+        RAISE NOTICE 'rekey of %: a session that is not running it, or may not rekey it, holds its rekey lock; going on without it', tbl;
     END IF;
 
     BEGIN
