@@ -268,8 +268,7 @@ def main():
         with connect(a.dsn, "rekey_src") as c:
             build(c, a.parents, shape)
         # The toolkit with NO ACTION foreign keys at each batch size, the toolkit on the naive
-        # update's schema (ON UPDATE CASCADE, where it leaves the children to PostgreSQL's
-        # cascade) at the first, and the naive update.
+        # update's schema (ON UPDATE CASCADE) at the first, and the naive update.
         methods = ([(f"toolkit_{b}", "toolkit", b, False) for b in batch_sizes]
                    + [(f"toolkit_cascade_{batch_sizes[0]}", "toolkit", batch_sizes[0], True),
                       ("naive", "naive", None, True)])

@@ -584,41 +584,9 @@ BEGIN
     END IF;
     result.other_tables := '{}';
     result.other_queries := '{}';
-    columns := coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c));
-    -- A column of the key owner's tables that references the set only through single-column
-    -- foreign keys ON UPDATE CASCADE, that nothing references in turn, and whose table has no
-    -- trigger or rule of its own, is left to PostgreSQL's cascade: the
-    -- rewrite of what it references fires the cascade for every key anyway (a foreign key's
-    -- action runs for each changed key, RI_FKey_pk_upd_check_required), so rewriting its rows
-    -- too would pay for each of them twice. The cascade runs within the rewrite statement, in
-    -- the key owner's restricted operation, as the owner of the table (ri_PerformCheck), with the
-    -- table's triggers as the rewrite would fire them; nothing references the column, so no
-    -- other check of the batch waits for it. Other owners' tables are never left to it
-    -- (rekey_problems refuses ON UPDATE actions between owners), nor references to a partitioned
-    -- table: a row moving between its partitions is deleted and inserted, which fires the
-    -- foreign keys' ON DELETE actions instead before 15 (and ON DELETE CASCADE would delete).
-    -- A key of several columns cascades only to rows that match it on every column (MATCH SIMPLE
-    -- passes over a row with a NULL in another), and a BEFORE trigger that keeps the old value
-    -- makes the cascaded row look unchanged, so that its foreign key is not checked: those rows
-    -- the rewrite changes itself, and the foreign key's check sees them.
     FOR r IN SELECT c.relid, array_agg(c.attname ORDER BY c.attnum) AS names, min(c.depth) AS depth,
                     (SELECT k.relowner FROM pg_class k WHERE k.oid = c.relid) AS owner
-               FROM unnest(columns) c
-              WHERE NOT (c.depth > 0
-                         AND (SELECT k.relowner FROM pg_class k WHERE k.oid = c.relid) = key_owner
-                         AND NOT EXISTS (SELECT FROM pg_constraint f
-                                          WHERE f.contype = 'f' AND f.confrelid = c.relid AND c.attnum = ANY (f.confkey))
-                         AND NOT EXISTS (SELECT FROM pg_constraint f CROSS JOIN LATERAL generate_subscripts(f.conkey, 1) AS j
-                                          WHERE f.contype = 'f' AND f.conparentid = 0 AND f.conrelid = c.relid
-                                            AND f.conkey[j] = c.attnum
-                                            AND (f.confupdtype <> 'c' OR cardinality(f.conkey) <> 1
-                                                 OR (SELECT k.relkind FROM pg_class k WHERE k.oid = f.confrelid) = 'p')
-                                            AND EXISTS (SELECT FROM unnest(columns) p
-                                                         WHERE p.relid = f.confrelid AND p.attnum = f.confkey[j]))
-                         AND NOT EXISTS (SELECT FROM (SELECT c.relid::oid AS relid
-                                                      UNION SELECT t.relid::oid FROM pg_partition_tree(c.relid) t) x
-                                          WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = x.relid AND NOT g.tgisinternal)
-                                             OR EXISTS (SELECT FROM pg_rewrite w WHERE w.ev_class = x.relid)))
+               FROM unnest(coalesce(columns, ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c))) c
               GROUP BY c.relid
               ORDER BY min(c.depth), c.relid::text
     LOOP
