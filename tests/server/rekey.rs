@@ -286,7 +286,7 @@ fn assess_plan_switch_rekey_verify() {
         "{text}"
     );
     assert!(
-        text.contains("then 12 windows of up to 5000 version-4 keys"),
+        text.contains("then 12 windows of up to 5000 keys but version-7 ones"),
         "{text}"
     );
     assert_eq!(
@@ -1065,7 +1065,7 @@ fn batches_sized_by_time_without_a_batch_size() {
         .collect();
     let text = plan.join("\n");
     assert!(
-        text.contains("then windows of version-4 keys sized to take about 0.5 s each (100 to 50000 keys, 1000 first), in key order"),
+        text.contains("then windows of keys but version-7 ones sized to take about 0.5 s each (100 to 50000 keys, 1000 first), in key order"),
         "{text}"
     );
     let before = counts(&mut c);

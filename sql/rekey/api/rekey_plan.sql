@@ -166,10 +166,10 @@ BEGIN
     RETURN NEXT format('     then %s, in key order, each a batch in its own'
                        ' transaction (with enable_seqscan off), as %s in a security-restricted operation:',
                        CASE WHEN batch_size IS NULL
-                            THEN (SELECT format('windows of version-4 keys sized to take about %s s each (%s to %s keys, %s first)',
+                            THEN (SELECT format('windows of keys but version-7 ones sized to take about %s s each (%s to %s keys, %s first)',
                                                 k.target_seconds, k.least_size, k.most_size, k.first_size)
                                     FROM objectid_internal.rekey_batch_size(NULL, NULL, NULL) k)
-                            ELSE format('%s windows of up to %s version-4 keys',
+                            ELSE format('%s windows of up to %s keys but version-7 ones',
                                         coalesce(((todo + batch_size - 1) / batch_size)::text, 'the'), batch_size) END,
                        (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl));
     IF time_column IS NOT NULL AND objectid_internal.rekey_time_expression(tbl, time_column, zone) IS NOT NULL
