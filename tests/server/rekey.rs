@@ -1270,12 +1270,26 @@ fn cascading_foreign_keys_follow_in_every_shape() {
     );
     c.batch_execute("DROP TRIGGER keep_p_id ON guarded")
         .unwrap();
-    for table in ["parent", "hashed"] {
-        c.batch_execute(&format!(
-            "CALL rekey_run('{table}', 'created_at', batch_size => 70)"
-        ))
+    c.batch_execute("CALL rekey_run('parent', 'created_at', batch_size => 70)")
         .unwrap();
+    // Before 15, rows moving between the key table's partitions are refused (their foreign keys'
+    // actions would run as a DELETE): the table stays as it was.
+    let moves = server_version(&mut c) >= 150000;
+    if moves {
+        c.batch_execute("CALL rekey_run('hashed', 'created_at', batch_size => 70)")
+            .unwrap();
+    } else {
+        let (got, message) = error_of(
+            &mut c,
+            "CALL rekey_run('hashed', 'created_at', batch_size => 70)",
+        );
+        assert_eq!(got, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+        assert!(
+            message.contains("rows would move between partitions"),
+            "{message}"
+        );
     }
+    let hashed_v7 = if moves { 200 } else { 0 };
     assert_eq!(
         one_i64(
             &mut c,
@@ -1290,10 +1304,12 @@ fn cascading_foreign_keys_follow_in_every_shape() {
                   + (SELECT count(*) FROM parent WHERE uuid_extract_version(id) = 7)
                   + (SELECT count(*) FROM hashed WHERE uuid_extract_version(id) = 7)"
         ),
-        299 + 300 + 300 + 600 + 200 + 300 + 300 + 300 + 200
+        299 + 300 + 300 + 600 + 200 + 300 + 300 + 300 + hashed_v7
     );
     assert_verified(&mut c, "parent");
-    assert_verified(&mut c, "hashed");
+    if moves {
+        assert_verified(&mut c, "hashed");
+    }
 }
 
 /// The state and the mapping table cannot be supplied by anyone but the table's owner, and no
