@@ -16,6 +16,7 @@ mod uuid;
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     objectid::generate::init();
+    rekey::init();
     planner::init();
 }
 

@@ -8,9 +8,14 @@
 use pgrx::prelude::*;
 
 mod as_owner;
+mod implied_checks;
 mod leaf_density;
 mod rekey_batch_as_owner;
 mod session_state;
+
+pub(crate) fn init() {
+    implied_checks::init();
+}
 
 /// Whether the procedure that calls this can COMMIT: true only inside a procedure invoked by a
 /// top-level CALL outside a transaction block, and not inside a block with an exception handler.

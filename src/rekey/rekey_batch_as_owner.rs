@@ -7,6 +7,7 @@ use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
 
 use super::as_owner::{acting_owner, execute, guarded, set_at_this_level, within_restricted};
+use super::implied_checks::{arm, implied_checks};
 
 /// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
 /// current user and security context, as PostgreSQL does where it opens such a level outside the
@@ -138,6 +139,8 @@ fn rekey_batch_as_owner(
     // the owner of the table it reads, keeping the restriction.
     let (window_end, keys, changed) = guarded("the owners of the tables that change", || {
         let key_owner = acting_owner(relid);
+        // Read before any of the batch's statements runs a table owner's code.
+        let implied = implied_checks(relid);
         let (window_end, mapped) = within_restricted(key_owner, || {
             indexes_only();
             Spi::connect_mut(|client| {
@@ -224,6 +227,7 @@ fn rekey_batch_as_owner(
         }
         let changed = within_restricted(key_owner, || {
             indexes_only();
+            let _armed = arm(rewrite_query, implied);
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
                 client
                     .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])

@@ -21,6 +21,7 @@ mod operators;
 mod planner;
 mod rekey;
 mod rekey_attacks;
+mod rekey_implied_checks;
 mod text_io;
 mod time;
 mod uuid;

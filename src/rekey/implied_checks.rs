@@ -1,0 +1,260 @@
+//! The foreign-key checks and actions that a batch's rewrite satisfies by construction, left out
+//! of that one statement (`pg_objectid.rekey_implied_checks`, on by default).
+//!
+//! PostgreSQL runs a query per changed key and foreign key (`RI_FKey_noaction_upd`,
+//! `RI_FKey_cascade_upd`, …, on the key's table) and one per changed referencing row
+//! (`RI_FKey_check_upd`), whatever changed them. The rewrite statement changes every key of the
+//! batch and every row referencing one of them to the same new key, so those queries can only
+//! find what the statement made; they cost about as much as the naive cascading UPDATE's whole
+//! cascade (docs/benchmarks.md, section 8). Left out only where the construction holds:
+//!
+//! - foreign keys whose referenced column is the key itself (depth 1), made on the key owner's
+//!   tables, which the rewrite statement changes (another owner's tables are rewritten in
+//!   statements of their own and keep every check), with their partitions' clones of them;
+//! - at READ COMMITTED: the statement's snapshot is taken after the batch's keys are locked FOR
+//!   UPDATE (the map query), and every row that comes to reference a key takes FOR KEY SHARE on
+//!   it first (its own check, `RI_FKey_check`), so every reference to a batch key that was
+//!   committed is visible to the rewrite, and every later one waits for the batch and then fails
+//!   (23503, or 40001 under REPEATABLE READ). With a transaction snapshot the rewrite could miss
+//!   references committed after it: PostgreSQL's checks are kept;
+//! - when no table the statement changes has a rule, row-level security or an enabled trigger of
+//!   its own (checked on the executor's own relations and copy of the triggers, so that nothing
+//!   attached after this was decided goes unseen): a policy could hide a row from the rewrite, a
+//!   rule or a BEFORE trigger store another value than the new key;
+//! - decided before any statement of the batch runs, so that a foreign key made by code that runs
+//!   during the batch keeps its checks (its triggers are not among those decided on).
+//!
+//! The key's table rows really became their new keys is checked by the batch itself (its count,
+//! rekey_batch.sql). Mirrors nothing in PostgreSQL, which has no statement that changes both
+//! sides of a foreign key; the triggers are dropped from the executor's copy of each result
+//! relation's trigger list (`InitResultRelInfo` copies it from the relation cache), so that the
+//! queries the statement itself runs — a table owner's functions — keep all of theirs.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, CStr, CString};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+
+static IMPLIED_CHECKS: GucSetting<bool> = GucSetting::<bool>::new(true);
+
+static mut PREV_EXECUTOR_START_HOOK: pg_sys::ExecutorStart_hook_type = None;
+static mut HOOK_INSTALLED: bool = false;
+
+/// The statement whose executor drops `triggers`, until its executor has started.
+struct Armed {
+    query: CString,
+    triggers: Vec<pg_sys::Oid>,
+}
+
+thread_local! {
+    static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
+}
+
+pub(super) fn init() {
+    GucRegistry::define_bool_guc(
+        c"pg_objectid.rekey_implied_checks",
+        c"Lets a rekey batch leave out the foreign-key checks that its rewrite satisfies by construction.",
+        c"When on, the statement that rewrites a batch's keys and the columns referencing them \
+          does not run PostgreSQL's per-key and per-row checks of the foreign keys it keeps \
+          consistent itself (see docs/migration.md). When off, PostgreSQL runs them all.",
+        &IMPLIED_CHECKS,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// The triggers of the foreign keys to `relid`'s key that the rewrite statement may leave out:
+/// empty when the setting is off or the transaction uses one snapshot throughout.
+pub(super) fn implied_checks(relid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    // SAFETY: reads a backend-local variable.
+    let one_snapshot =
+        unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as std::ffi::c_int;
+    if !IMPLIED_CHECKS.get() || one_snapshot {
+        return Vec::new();
+    }
+    Spi::get_one_with_args::<Vec<pg_sys::Oid>>(
+        "WITH RECURSIVE fk (oid) AS (
+             SELECT c.oid FROM pg_catalog.pg_constraint c
+               JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) c.conrelid
+               JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) c.confrelid
+               JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.oid
+                AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column($1::pg_catalog.regclass)
+              WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conparentid OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+                AND c.confrelid OPERATOR(pg_catalog.=) $1
+                AND pg_catalog.cardinality(c.confkey) OPERATOR(pg_catalog.=) 1
+                AND c.confkey[1] OPERATOR(pg_catalog.=) a.attnum
+                AND r.relowner OPERATOR(pg_catalog.=) k.relowner
+             UNION ALL
+             SELECT c.oid FROM fk JOIN pg_catalog.pg_constraint c ON c.conparentid OPERATOR(pg_catalog.=) fk.oid)
+         SELECT coalesce(pg_catalog.array_agg(t.oid ORDER BY t.oid), '{}')
+           FROM pg_catalog.pg_trigger t
+          WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
+            AND t.tgfoid IN ($2, $3, $4, $5, $6, $7)",
+        &[
+            relid.into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_CHECK_UPD).into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_NOACTION_UPD).into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_RESTRICT_UPD).into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_CASCADE_UPD).into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETNULL_UPD).into(),
+            pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETDEFAULT_UPD).into(),
+        ],
+    )
+    .unwrap_or_else(|e| error!("cannot read the foreign keys of the key: {e}"))
+    .unwrap_or_default()
+}
+
+/// Disarms on drop, so that no later statement of the session is ever matched.
+pub(super) struct ArmedGuard(());
+
+impl Drop for ArmedGuard {
+    fn drop(&mut self) {
+        ARMED.with(|a| a.borrow_mut().take());
+    }
+}
+
+/// Makes the next executor started for exactly `query` leave out `triggers`, for as long as the
+/// guard lives (one statement: the first match disarms).
+pub(super) fn arm(query: &str, triggers: Vec<pg_sys::Oid>) -> ArmedGuard {
+    if !triggers.is_empty() {
+        let query = CString::new(query)
+            .unwrap_or_else(|_| error!("a rekey batch's statement holds a NUL character"));
+        // SAFETY: chaining the hook is the documented protocol; installed once per backend, when
+        // first needed, and never removed: the library stays loaded, and a hook installed after
+        // ours may have saved it as the one to call.
+        unsafe {
+            if !HOOK_INSTALLED {
+                PREV_EXECUTOR_START_HOOK = pg_sys::ExecutorStart_hook;
+                pg_sys::ExecutorStart_hook = Some(executor_start);
+                HOOK_INSTALLED = true;
+            }
+        }
+        ARMED.with(|a| *a.borrow_mut() = Some(Armed { query, triggers }));
+    }
+    ArmedGuard(())
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, eflags: c_int) {
+    // SAFETY: the executor's own entry point and state, right after it made them.
+    unsafe {
+        match PREV_EXECUTOR_START_HOOK {
+            Some(prev) => prev(query_desc, eflags),
+            None => pg_sys::standard_ExecutorStart(query_desc, eflags),
+        }
+        let source = (*query_desc).sourceText;
+        if source.is_null() {
+            return;
+        }
+        let matched = ARMED.with(|a| {
+            let mut a = a.borrow_mut();
+            if a.as_ref()
+                .is_some_and(|armed| CStr::from_ptr(source) == armed.query.as_c_str())
+            {
+                a.take()
+            } else {
+                None
+            }
+        });
+        if let Some(armed) = matched {
+            if (*(*query_desc).plannedstmt).commandType == pg_sys::CmdType::CMD_SELECT {
+                leave_out((*query_desc).estate, &armed.triggers);
+            }
+        }
+    }
+}
+
+/// The result relations the executor opened for the statement.
+unsafe fn result_relations(estate: *mut pg_sys::EState) -> Vec<*mut pg_sys::ResultRelInfo> {
+    // SAFETY: the executor's own lists, right after ExecutorStart filled them.
+    unsafe {
+        #[cfg(feature = "pg13")]
+        {
+            let mut all = Vec::new();
+            for (array, n) in [
+                (
+                    (*estate).es_result_relations,
+                    (*estate).es_num_result_relations,
+                ),
+                (
+                    (*estate).es_root_result_relations,
+                    (*estate).es_num_root_result_relations,
+                ),
+            ] {
+                for i in 0..n.max(0) as usize {
+                    all.push(array.add(i));
+                }
+            }
+            all
+        }
+        #[cfg(not(feature = "pg13"))]
+        {
+            pgrx::PgList::<pg_sys::ResultRelInfo>::from_pg((*estate).es_opened_result_relations)
+                .iter_ptr()
+                .collect()
+        }
+    }
+}
+
+/// Whether `trigger` fires AFTER each row an UPDATE changes (TRIGGER_TYPE_MATCHES in trigger.h).
+fn after_row_update(trigger: &pg_sys::Trigger) -> bool {
+    let t = trigger.tgtype as u32;
+    t & pg_sys::TRIGGER_TYPE_ROW != 0
+        && t & (pg_sys::TRIGGER_TYPE_BEFORE | pg_sys::TRIGGER_TYPE_INSTEAD) == 0
+        && t & pg_sys::TRIGGER_TYPE_UPDATE != 0
+}
+
+/// Replaces each result relation's copy of its triggers with one without `triggers`, unless one of
+/// them has a rule, row-level security or an enabled trigger of its own, when all are kept: a
+/// policy could hide a row from the rewrite, a rule or a trigger change what it stores.
+unsafe fn leave_out(estate: *mut pg_sys::EState, triggers: &[pg_sys::Oid]) {
+    // SAFETY: the executor's own state; the new lists live in its memory, as the copies did.
+    unsafe {
+        let relations = result_relations(estate);
+        let lists = |rri: *mut pg_sys::ResultRelInfo| -> &[pg_sys::Trigger] {
+            let desc = (*rri).ri_TrigDesc;
+            if desc.is_null() || (*desc).numtriggers <= 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts((*desc).triggers, (*desc).numtriggers as usize)
+            }
+        };
+        let own_code = relations.iter().any(|&rri| {
+            let rel = (*rri).ri_RelationDesc;
+            !(*rel).rd_rules.is_null()
+                || (*(*rel).rd_rel).relrowsecurity
+                || lists(rri)
+                    .iter()
+                    .any(|t| !t.tgisinternal && t.tgenabled != pg_sys::TRIGGER_DISABLED as i8)
+        });
+        if own_code {
+            return;
+        }
+        for &rri in &relations {
+            let all = lists(rri);
+            if !all.iter().any(|t| triggers.contains(&t.tgoid)) {
+                continue;
+            }
+            let kept: Vec<pg_sys::Trigger> = all
+                .iter()
+                .filter(|t| !triggers.contains(&t.tgoid))
+                .copied()
+                .collect();
+            let cxt = (*estate).es_query_cxt;
+            let desc = pg_sys::MemoryContextAlloc(cxt, size_of::<pg_sys::TriggerDesc>())
+                as *mut pg_sys::TriggerDesc;
+            *desc = *(*rri).ri_TrigDesc;
+            let array =
+                pg_sys::MemoryContextAlloc(cxt, size_of::<pg_sys::Trigger>() * kept.len().max(1))
+                    as *mut pg_sys::Trigger;
+            std::ptr::copy_nonoverlapping(kept.as_ptr(), array, kept.len());
+            (*desc).triggers = array;
+            (*desc).numtriggers = kept.len() as c_int;
+            // As SetTriggerFlags would: no old row kept for AFTER triggers that are not there.
+            (*desc).trig_update_after_row = kept.iter().any(after_row_update);
+            (*rri).ri_TrigDesc = desc;
+        }
+    }
+}
