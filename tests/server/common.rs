@@ -158,3 +158,29 @@ impl postgres::types::ToSql for Raw {
     }
     postgres::types::to_sql_checked!();
 }
+
+/// The server process serving `client`.
+pub fn backend_pid(client: &mut Client) -> i32 {
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Waits until the server process `pid` waits for a lock, as `observer` sees it; panics with
+/// `what` after `limit`.
+pub fn wait_until_waiting_for_a_lock(
+    observer: &mut Client,
+    pid: i32,
+    limit: std::time::Duration,
+    what: &str,
+) {
+    let started = std::time::Instant::now();
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock'"
+    );
+    while one_i64(observer, &waiting) == 0 {
+        assert!(started.elapsed() < limit, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

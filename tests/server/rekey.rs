@@ -398,26 +398,18 @@ fn terminated_mid_batch_then_resumed() {
         )
         .unwrap();
     let mut runner = connect_to(db);
-    let pid: i32 = runner
-        .query_one("SELECT pg_backend_pid()", &[])
-        .unwrap()
-        .get(0);
+    let pid = backend_pid(&mut runner);
     let run = thread::spawn(move || {
         runner.batch_execute(
             "CALL rekey_run('customers', 'created_at', batch_size => 500, lock_timeout => '10min')",
         )
     });
-    let waiting = format!(
-        "SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} AND wait_event_type = 'Lock'"
+    wait_until_waiting_for_a_lock(
+        &mut c,
+        pid,
+        Duration::from_secs(120),
+        "the runner never waited",
     );
-    let started = Instant::now();
-    while one_i64(&mut c, &waiting) == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the runner never waited"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
     let status = c
         .query_one(
             "SELECT state, keys_done, runner_pid FROM rekey_status WHERE table_name = 'customers'::regclass",

@@ -4,7 +4,7 @@
 //! with PostgreSQL's checks.
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::Client;
@@ -144,20 +144,6 @@ fn checks_are_left_out_only_where_the_rewrite_satisfies_them() {
     );
 }
 
-fn waiting_for_a_lock(c: &mut Client, pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if one_bool(
-            c,
-            &format!("SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = {pid}"),
-        ) {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 /// The order that the left-out checks depend on: a child inserted (its check holding the
 /// parent's key) before the batch locks that key makes the batch wait, and once it commits the
 /// batch's rewrite sees the child and gives it the new key. A child whose check is deferred to
@@ -177,16 +163,15 @@ fn references_made_around_a_batch_end_as_with_every_check() {
         .batch_execute(&format!("BEGIN; INSERT INTO child VALUES ('{key}', 10)"))
         .unwrap();
     let mut runner = connect_to(db);
-    let pid: i32 = runner
-        .query_one("SELECT pg_backend_pid()", &[])
-        .unwrap()
-        .get(0);
+    let pid = backend_pid(&mut runner);
     let run = thread::spawn(move || {
         runner.batch_execute("CALL rekey_run('parent', lock_timeout => '60s')")
     });
-    assert!(
-        waiting_for_a_lock(&mut c, pid),
-        "the batch did not wait for the writer"
+    wait_until_waiting_for_a_lock(
+        &mut c,
+        pid,
+        Duration::from_secs(30),
+        "the batch did not wait for the writer",
     );
     writer.batch_execute("COMMIT").unwrap();
     run.join().unwrap().unwrap();
