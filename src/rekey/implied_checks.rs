@@ -22,7 +22,9 @@
 //!   attached after this was decided goes unseen): a policy could hide a row from the rewrite, a
 //!   rule or a BEFORE trigger store another value than the new key;
 //! - decided before any statement of the batch runs, so that a foreign key made by code that runs
-//!   during the batch keeps its checks (its triggers are not among those decided on).
+//!   during the batch keeps its checks (its triggers are not among those decided on);
+//! - for the toolkit's own statements only: `rekey_batch_as_owner` can be called by anyone with
+//!   statements of their own, so they are compared with those of the rekey's trusted record.
 //!
 //! The key's table rows really became their new keys is checked by the batch itself (its count,
 //! rekey_batch.sql). Mirrors nothing in PostgreSQL, which has no statement that changes both
@@ -65,9 +67,19 @@ pub(super) fn init() {
     );
 }
 
-/// The triggers of the foreign keys to `relid`'s key that the rewrite statement may leave out:
-/// empty when the setting is off or the transaction uses one snapshot throughout.
-pub(super) fn implied_checks(relid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+/// The triggers of the foreign keys to `relid`'s key that `rewrite_query` may leave out: empty
+/// when the setting is off, the transaction uses one snapshot throughout, the three statements
+/// are not exactly the batch's (rekey_statements from the rekey's trusted record: anyone may call
+/// rekey_batch_as_owner, and the construction holds only for the window, lock and mapping, and
+/// rewrite that the toolkit writes), or a table of the set, or any partition of one, has a rule,
+/// row-level security or an enabled trigger of its own (a partition that only receives moved rows
+/// is opened by the executor after it starts, so the executor's own check cannot see it).
+pub(super) fn implied_checks(
+    relid: pg_sys::Oid,
+    window_query: &str,
+    map_query: &str,
+    rewrite_query: &str,
+) -> Vec<pg_sys::Oid> {
     // SAFETY: reads a backend-local variable.
     let one_snapshot =
         unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as std::ffi::c_int;
@@ -75,25 +87,47 @@ pub(super) fn implied_checks(relid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
         return Vec::new();
     }
     Spi::get_one_with_args::<Vec<pg_sys::Oid>>(
-        "WITH RECURSIVE fk (oid) AS (
-             SELECT c.oid FROM pg_catalog.pg_constraint c
-               JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) c.conrelid
-               JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) c.confrelid
-               JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.oid
-                AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column($1::pg_catalog.regclass)
-              WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conparentid OPERATOR(pg_catalog.=) 0::pg_catalog.oid
-                AND c.confrelid OPERATOR(pg_catalog.=) $1
-                AND pg_catalog.cardinality(c.confkey) OPERATOR(pg_catalog.=) 1
-                AND c.confkey[1] OPERATOR(pg_catalog.=) a.attnum
-                AND r.relowner OPERATOR(pg_catalog.=) k.relowner
-             UNION ALL
-             SELECT c.oid FROM fk JOIN pg_catalog.pg_constraint c ON c.conparentid OPERATOR(pg_catalog.=) fk.oid)
+        "WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
+                                WHERE s.relid IS NOT NULL AND s.finished_at IS NULL),
+              cols AS MATERIALIZED (SELECT ARRAY(SELECT c FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c) AS a),
+              statements AS (SELECT objectid_internal.rekey_statements($1::pg_catalog.regclass, st.time_column, st.time_zone,
+                                                                         objectid_internal.rekey_name(st.mapping_table), cols.a) AS s
+                               FROM st, cols),
+              tables AS (SELECT c.relid::pg_catalog.oid AS relid FROM cols, pg_catalog.unnest(cols.a) c
+                         UNION
+                         SELECT p.relid::pg_catalog.oid FROM cols, pg_catalog.unnest(cols.a) c,
+                                LATERAL pg_catalog.pg_partition_tree(c.relid) p),
+              fk (oid) AS (
+                  SELECT c.oid FROM pg_catalog.pg_constraint c
+                    JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) c.conrelid
+                    JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) c.confrelid
+                    JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.oid
+                     AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column($1::pg_catalog.regclass)
+                   WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conparentid OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+                     AND c.confrelid OPERATOR(pg_catalog.=) $1
+                     AND pg_catalog.cardinality(c.confkey) OPERATOR(pg_catalog.=) 1
+                     AND c.confkey[1] OPERATOR(pg_catalog.=) a.attnum
+                     AND r.relowner OPERATOR(pg_catalog.=) k.relowner
+                  UNION ALL
+                  SELECT c.oid FROM fk JOIN pg_catalog.pg_constraint c ON c.conparentid OPERATOR(pg_catalog.=) fk.oid)
          SELECT coalesce(pg_catalog.array_agg(t.oid ORDER BY t.oid), '{}')
            FROM pg_catalog.pg_trigger t
           WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
-            AND t.tgfoid IN ($2, $3, $4, $5, $6, $7)",
+            AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)
+            AND EXISTS (SELECT FROM statements
+                         WHERE (statements.s).window_query OPERATOR(pg_catalog.=) $2
+                           AND (statements.s).map_query OPERATOR(pg_catalog.=) $3
+                           AND (statements.s).rewrite_query OPERATOR(pg_catalog.=) $4)
+            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_trigger u ON u.tgrelid OPERATOR(pg_catalog.=) x.relid
+                             WHERE NOT u.tgisinternal AND u.tgenabled OPERATOR(pg_catalog.<>) 'D')
+            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) x.relid)
+            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) x.relid
+                             WHERE k.relrowsecurity)",
         &[
             relid.into(),
+            window_query.into(),
+            map_query.into(),
+            rewrite_query.into(),
             pg_sys::Oid::from(pg_sys::F_RI_FKEY_CHECK_UPD).into(),
             pg_sys::Oid::from(pg_sys::F_RI_FKEY_NOACTION_UPD).into(),
             pg_sys::Oid::from(pg_sys::F_RI_FKEY_RESTRICT_UPD).into(),

@@ -140,7 +140,7 @@ fn rekey_batch_as_owner(
     let (window_end, keys, changed) = guarded("the owners of the tables that change", || {
         let key_owner = acting_owner(relid);
         // Read before any of the batch's statements runs a table owner's code.
-        let implied = implied_checks(relid);
+        let implied = implied_checks(relid, window_query, map_query, rewrite_query);
         let (window_end, mapped) = within_restricted(key_owner, || {
             indexes_only();
             Spi::connect_mut(|client| {
