@@ -224,9 +224,13 @@ fn scans_of_tree(tx: &mut postgres::Transaction, table: &str) -> i64 {
 
 /// A child partitioned by its reference, whose rows move to a partition that the rewrite's plan
 /// prunes (the executor opens it only when the first row arrives): a trigger there keeps every
-/// check, as one on any table the rewrite opens does (adversarial review of the change).
+/// check, as one on any table the rewrite opens does (adversarial review of the change). Before
+/// 15 such a child is refused (rekey::partitioned_tables_are_rekeyed_through_their_root).
 #[test]
 fn a_trigger_on_a_partition_rows_move_to_keeps_the_checks() {
+    if server_version(&mut connect_to("postgres")) < 150000 {
+        return;
+    }
     let count = |db: &str, trigger: bool| -> i64 {
         let mut c = fresh_db(db);
         c.batch_execute(&format!(
