@@ -19,8 +19,11 @@
 //!   references committed after it: PostgreSQL's checks are kept;
 //! - when no table the statement changes has a rule, row-level security or an enabled trigger of
 //!   its own (checked on the executor's own relations and copy of the triggers, so that nothing
-//!   attached after this was decided goes unseen): a policy could hide a row from the rewrite, a
-//!   rule or a BEFORE trigger store another value than the new key;
+//!   attached after this was decided goes unseen), nor, in the catalogs, any other code of its
+//!   owner's that the statement would run (a constraint, index, generated column or statistics
+//!   object using a function or operator that is not built in, a domain-typed column): a policy
+//!   could hide a row from the rewrite, a rule or a BEFORE trigger store another value than the
+//!   new key, and any of the owner's functions write the owner's tables mid-statement;
 //! - decided before any statement of the batch runs, so that a foreign key made by code that runs
 //!   during the batch keeps its checks (its triggers are not among those decided on);
 //! - for the toolkit's own statements only: `rekey_batch_as_owner` can be called by anyone with
@@ -73,7 +76,14 @@ pub(super) fn init() {
 /// rekey_batch_as_owner, and the construction holds only for the window, lock and mapping, and
 /// rewrite that the toolkit writes), or a table of the set, or any partition of one, has a rule,
 /// row-level security or an enabled trigger of its own (a partition that only receives moved rows
-/// is opened by the executor after it starts, so the executor's own check cannot see it).
+/// is opened by the executor after it starts, so the executor's own check cannot see it), or the
+/// mapping table is not unique on old_key (the rewrite reads each key's new key from it: with two
+/// rows for a key, a parent and its child could each take another; the owner may drop the key
+/// the toolkit made it with), or a table of the set has code of its owner's that the rewrite
+/// would run: a constraint, index (expression or predicate, folded while planning too),
+/// generated column, or statistics object that uses a function or operator that is not built
+/// in (FirstNormalObjectId and above), or a column of a domain type (whose CHECK could): such
+/// code could write the owner's tables in the middle of the statement.
 pub(super) fn implied_checks(
     relid: pg_sys::Oid,
     window_query: &str,
@@ -122,7 +132,36 @@ pub(super) fn implied_checks(
                              WHERE NOT u.tgisinternal AND u.tgenabled OPERATOR(pg_catalog.<>) 'D')
             AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) x.relid)
             AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) x.relid
-                             WHERE k.relrowsecurity)",
+                             WHERE k.relrowsecurity)
+            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_depend d
+                                ON (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+                                    AND d.objid IN (SELECT i.indexrelid FROM pg_catalog.pg_index i
+                                                     WHERE i.indrelid OPERATOR(pg_catalog.=) x.relid))
+                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+                                    AND d.objid IN (SELECT k.oid FROM pg_catalog.pg_constraint k
+                                                     WHERE k.conrelid OPERATOR(pg_catalog.=) x.relid))
+                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                                    AND d.objid IN (SELECT ad.oid FROM pg_catalog.pg_attrdef ad
+                                                      JOIN pg_catalog.pg_attribute g ON g.attrelid OPERATOR(pg_catalog.=) ad.adrelid
+                                                       AND g.attnum OPERATOR(pg_catalog.=) ad.adnum
+                                                     WHERE ad.adrelid OPERATOR(pg_catalog.=) x.relid
+                                                       AND g.attgenerated OPERATOR(pg_catalog.<>) ''))
+                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass
+                                    AND d.objid IN (SELECT e.oid FROM pg_catalog.pg_statistic_ext e
+                                                     WHERE e.stxrelid OPERATOR(pg_catalog.=) x.relid))
+                             WHERE d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass,
+                                                    'pg_catalog.pg_operator'::pg_catalog.regclass)
+                               AND d.refobjid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
+            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) x.relid
+                              JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) a.atttypid
+                             WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+                               AND ty.typtype OPERATOR(pg_catalog.=) 'd')
+            AND EXISTS (SELECT FROM st JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) st.mapping_table
+                          JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid
+                           AND a.attname OPERATOR(pg_catalog.=) 'old_key'
+                         WHERE i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL
+                           AND i.indexprs IS NULL AND i.indnatts OPERATOR(pg_catalog.=) 1
+                           AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum)",
         &[
             relid.into(),
             window_query.into(),

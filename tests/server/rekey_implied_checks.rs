@@ -321,3 +321,49 @@ fn assert_consistent_before_rekey(c: &mut Client) {
         0
     );
 }
+
+/// Code of the owner's that the rewrite would run, other than triggers, rules and policies (a
+/// CHECK constraint calling the owner's function here), keeps every check: it could write the
+/// owner's tables in the middle of the statement (second adversarial review). So does a mapping
+/// table that is no longer unique on old_key, from which a parent and its child could each read
+/// another new key for the same key (the same review).
+#[test]
+fn owner_code_in_the_rewrite_or_a_mapping_without_its_key_keeps_the_checks() {
+    let run = |db: &str, after_start: &str| -> i64 {
+        let mut c = fresh_db(db);
+        create_family(&mut c);
+        let mut tx = c.transaction().unwrap();
+        tx.batch_execute(
+            "CALL rekey_run('parent', 'created_at', in_one_transaction => true, max_batches => 0)",
+        )
+        .unwrap();
+        tx.batch_execute(after_start).unwrap();
+        let before = scans(&mut tx, "child");
+        tx.batch_execute("CALL rekey_run('parent', batch_size => 100, in_one_transaction => true)")
+            .unwrap();
+        let scans = scans(&mut tx, "child") - before;
+        tx.commit().unwrap();
+        assert_consistent(&mut c);
+        scans
+    };
+    let plain = run("t_implied_plain", "SELECT");
+    let check = run(
+        "t_implied_check",
+        "CREATE FUNCTION positive(int) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT $1 > 0';
+         ALTER TABLE child ADD CHECK (positive(line))",
+    );
+    let mapping = run(
+        "t_implied_mapping",
+        "ALTER TABLE parent_rekey_map DROP CONSTRAINT parent_rekey_map_pkey;
+         CREATE INDEX ON parent_rekey_map (old_key)",
+    );
+    eprintln!("index scans of child: {plain} plain, {check} with a CHECK calling the owner's function, {mapping} with a mapping table not unique on old_key");
+    assert!(
+        check - plain >= PARENTS,
+        "with a CHECK: {check}, without: {plain}"
+    );
+    assert!(
+        mapping - plain >= PARENTS,
+        "mapping without its key: {mapping}, with: {plain}"
+    );
+}
