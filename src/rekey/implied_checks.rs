@@ -17,13 +17,16 @@
 //!   committed is visible to the rewrite, and every later one waits for the batch and then fails
 //!   (23503, or 40001 under REPEATABLE READ). With a transaction snapshot the rewrite could miss
 //!   references committed after it: PostgreSQL's checks are kept;
-//! - when no table the statement changes has a rule, row-level security or an enabled trigger of
-//!   its own (checked on the executor's own relations and copy of the triggers, so that nothing
-//!   attached after this was decided goes unseen), nor, in the catalogs, any other code of its
-//!   owner's that the statement would run (a constraint, index, generated column or statistics
-//!   object using a function or operator that is not built in, a domain-typed column): a policy
-//!   could hide a row from the rewrite, a rule or a BEFORE trigger store another value than the
-//!   new key, and any of the owner's functions write the owner's tables mid-statement;
+//! - when no table the statement changes, nor any partition of one, has a rule, row-level
+//!   security or an enabled trigger of its own (checked in the catalogs before the batch, and on
+//!   the executor's own relations and copy of the triggers, so that nothing attached after this
+//!   was decided goes unseen): a policy could hide a row from the rewrite, a rule or a BEFORE
+//!   trigger store another value than the new key;
+//! - and checked after the statement, set-based: the owner's code can still run inside it (a
+//!   function in a constraint or an index, a type's support functions) and write the owner's
+//!   tables mid-statement, so one query per foreign key, right after the rewrite, looks for a
+//!   referencing row that holds one of the batch's old or new keys without its key row, which is
+//!   what PostgreSQL's own checks of those keys would have refused;
 //! - decided before any statement of the batch runs, so that a foreign key made by code that runs
 //!   during the batch keeps its checks (its triggers are not among those decided on);
 //! - for the toolkit's own statements only: `rekey_batch_as_owner` can be called by anyone with
@@ -70,33 +73,46 @@ pub(super) fn init() {
     );
 }
 
-/// The triggers of the foreign keys to `relid`'s key that `rewrite_query` may leave out: empty
-/// when the setting is off, the transaction uses one snapshot throughout, the three statements
-/// are not exactly the batch's (rekey_statements from the rekey's trusted record: anyone may call
-/// rekey_batch_as_owner, and the construction holds only for the window, lock and mapping, and
-/// rewrite that the toolkit writes), or a table of the set, or any partition of one, has a rule,
-/// row-level security or an enabled trigger of its own (a partition that only receives moved rows
-/// is opened by the executor after it starts, so the executor's own check cannot see it), or the
-/// mapping table is not unique on old_key (the rewrite reads each key's new key from it: with two
-/// rows for a key, a parent and its child could each take another; the owner may drop the key
-/// the toolkit made it with), or a table of the set has code of its owner's that the rewrite
-/// would run: a constraint, index (expression or predicate, folded while planning too),
-/// generated column, or statistics object that uses a function or operator that is not built
-/// in (FirstNormalObjectId and above), or a column of a domain type (whose CHECK could): such
-/// code could write the owner's tables in the middle of the statement.
+/// The checks a batch's rewrite may leave out, and the set-based checks that replace them.
+pub(super) struct Implied {
+    /// The triggers to leave out of the rewrite statement's executor.
+    pub triggers: Vec<pg_sys::Oid>,
+    /// One query per foreign key whose triggers are left out, run right after the rewrite with
+    /// $1 the batch's old and new keys: a row naming the foreign key when a referencing row holds
+    /// one of those keys without a key row for it.
+    pub verify: Vec<String>,
+}
+
+/// What `rewrite_query` may leave out: nothing when the setting is off, the transaction uses one
+/// snapshot throughout, the three statements are not exactly the batch's (rekey_statements from
+/// the rekey's trusted record: anyone may call rekey_batch_as_owner, and the construction holds
+/// only for the window, lock and mapping, and rewrite that the toolkit writes), a table of the
+/// set or any partition of one has a rule, row-level security or an enabled trigger of its own (a
+/// partition that only receives moved rows is opened by the executor after it starts, so the
+/// executor's own check cannot see it), or the mapping table is not unique on old_key (the
+/// rewrite reads each key's new key from it: with two rows for a key, a parent and its child could
+/// each take another; the owner may drop the key the toolkit made it with).
+///
+/// The owner's code can still run inside the statement (a function in a constraint, an index, a
+/// type's support functions: the catalogs cannot tell every way) and write the owner's tables
+/// mid-statement; `verify` catches what it could leave behind, as PostgreSQL's checks would.
 pub(super) fn implied_checks(
     relid: pg_sys::Oid,
     window_query: &str,
     map_query: &str,
     rewrite_query: &str,
-) -> Vec<pg_sys::Oid> {
+) -> Implied {
+    let none = Implied {
+        triggers: Vec::new(),
+        verify: Vec::new(),
+    };
     // SAFETY: reads a backend-local variable.
     let one_snapshot =
         unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as std::ffi::c_int;
     if !IMPLIED_CHECKS.get() || one_snapshot {
-        return Vec::new();
+        return none;
     }
-    Spi::get_one_with_args::<Vec<pg_sys::Oid>>(
+    let (triggers, verify) = Spi::get_two_with_args::<Vec<pg_sys::Oid>, Vec<String>>(
         "WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
                                 WHERE s.relid IS NOT NULL AND s.finished_at IS NULL),
               cols AS MATERIALIZED (SELECT ARRAY(SELECT c FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c) AS a),
@@ -107,61 +123,55 @@ pub(super) fn implied_checks(
                          UNION
                          SELECT p.relid::pg_catalog.oid FROM cols, pg_catalog.unnest(cols.a) c,
                                 LATERAL pg_catalog.pg_partition_tree(c.relid) p),
-              fk (oid) AS (
-                  SELECT c.oid FROM pg_catalog.pg_constraint c
-                    JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) c.conrelid
+              key AS (SELECT a.attname FROM pg_catalog.pg_attribute a
+                       WHERE a.attrelid OPERATOR(pg_catalog.=) $1
+                         AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column($1::pg_catalog.regclass)),
+              roots AS (
+                  SELECT c.oid, c.conname, c.conrelid, r.attname AS column_name
+                    FROM pg_catalog.pg_constraint c
+                    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) c.conrelid
                     JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) c.confrelid
                     JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) k.oid
-                     AND a.attname OPERATOR(pg_catalog.=) objectid_internal.rekey_key_column($1::pg_catalog.regclass)
+                    JOIN key ON key.attname OPERATOR(pg_catalog.=) a.attname
+                    JOIN pg_catalog.pg_attribute r ON r.attrelid OPERATOR(pg_catalog.=) c.conrelid
+                     AND r.attnum OPERATOR(pg_catalog.=) c.conkey[1]
                    WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conparentid OPERATOR(pg_catalog.=) 0::pg_catalog.oid
                      AND c.confrelid OPERATOR(pg_catalog.=) $1
                      AND pg_catalog.cardinality(c.confkey) OPERATOR(pg_catalog.=) 1
                      AND c.confkey[1] OPERATOR(pg_catalog.=) a.attnum
-                     AND r.relowner OPERATOR(pg_catalog.=) k.relowner
+                     AND t.relowner OPERATOR(pg_catalog.=) k.relowner),
+              fk (oid) AS (
+                  SELECT roots.oid FROM roots
                   UNION ALL
-                  SELECT c.oid FROM fk JOIN pg_catalog.pg_constraint c ON c.conparentid OPERATOR(pg_catalog.=) fk.oid)
-         SELECT coalesce(pg_catalog.array_agg(t.oid ORDER BY t.oid), '{}')
-           FROM pg_catalog.pg_trigger t
-          WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
-            AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)
-            AND EXISTS (SELECT FROM statements
-                         WHERE (statements.s).window_query OPERATOR(pg_catalog.=) $2
-                           AND (statements.s).map_query OPERATOR(pg_catalog.=) $3
-                           AND (statements.s).rewrite_query OPERATOR(pg_catalog.=) $4)
-            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_trigger u ON u.tgrelid OPERATOR(pg_catalog.=) x.relid
-                             WHERE NOT u.tgisinternal AND u.tgenabled OPERATOR(pg_catalog.<>) 'D')
-            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) x.relid)
-            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) x.relid
-                             WHERE k.relrowsecurity)
-            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_depend d
-                                ON (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-                                    AND d.objid IN (SELECT i.indexrelid FROM pg_catalog.pg_index i
-                                                     WHERE i.indrelid OPERATOR(pg_catalog.=) x.relid))
-                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
-                                    AND d.objid IN (SELECT k.oid FROM pg_catalog.pg_constraint k
-                                                     WHERE k.conrelid OPERATOR(pg_catalog.=) x.relid))
-                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
-                                    AND d.objid IN (SELECT ad.oid FROM pg_catalog.pg_attrdef ad
-                                                      JOIN pg_catalog.pg_attribute g ON g.attrelid OPERATOR(pg_catalog.=) ad.adrelid
-                                                       AND g.attnum OPERATOR(pg_catalog.=) ad.adnum
-                                                     WHERE ad.adrelid OPERATOR(pg_catalog.=) x.relid
-                                                       AND g.attgenerated OPERATOR(pg_catalog.<>) ''))
-                                OR (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass
-                                    AND d.objid IN (SELECT e.oid FROM pg_catalog.pg_statistic_ext e
-                                                     WHERE e.stxrelid OPERATOR(pg_catalog.=) x.relid))
-                             WHERE d.refclassid IN ('pg_catalog.pg_proc'::pg_catalog.regclass,
-                                                    'pg_catalog.pg_operator'::pg_catalog.regclass)
-                               AND d.refobjid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
-            AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) x.relid
-                              JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) a.atttypid
-                             WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
-                               AND ty.typtype OPERATOR(pg_catalog.=) 'd')
-            AND EXISTS (SELECT FROM st JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) st.mapping_table
-                          JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid
-                           AND a.attname OPERATOR(pg_catalog.=) 'old_key'
-                         WHERE i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL
-                           AND i.indexprs IS NULL AND i.indnatts OPERATOR(pg_catalog.=) 1
-                           AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum)",
+                  SELECT c.oid FROM fk JOIN pg_catalog.pg_constraint c ON c.conparentid OPERATOR(pg_catalog.=) fk.oid),
+              allowed AS (
+                  SELECT FROM statements
+                   WHERE (statements.s).window_query OPERATOR(pg_catalog.=) $2
+                     AND (statements.s).map_query OPERATOR(pg_catalog.=) $3
+                     AND (statements.s).rewrite_query OPERATOR(pg_catalog.=) $4
+                     AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_trigger u ON u.tgrelid OPERATOR(pg_catalog.=) x.relid
+                                      WHERE NOT u.tgisinternal AND u.tgenabled OPERATOR(pg_catalog.<>) 'D')
+                     AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_rewrite w ON w.ev_class OPERATOR(pg_catalog.=) x.relid)
+                     AND NOT EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) x.relid
+                                      WHERE k.relrowsecurity)
+                     AND EXISTS (SELECT FROM st JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) st.mapping_table
+                                   JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid
+                                    AND a.attname OPERATOR(pg_catalog.=) 'old_key'
+                                  WHERE i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL
+                                    AND i.indexprs IS NULL AND i.indnatts OPERATOR(pg_catalog.=) 1
+                                    AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum))
+         SELECT coalesce((SELECT pg_catalog.array_agg(t.oid ORDER BY t.oid) FROM pg_catalog.pg_trigger t
+                           WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
+                             AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)), '{}'),
+                coalesce((SELECT pg_catalog.array_agg(pg_catalog.format(
+                                 'SELECT %L::pg_catalog.text WHERE EXISTS (SELECT FROM %s c WHERE c.%I OPERATOR(pg_catalog.=) ANY ($1)'
+                                 ' AND NOT EXISTS (SELECT FROM %s p WHERE p.%I OPERATOR(pg_catalog.=) c.%I))',
+                                 pg_catalog.format('%I on %s', roots.conname, objectid_internal.rekey_name(roots.conrelid)),
+                                 objectid_internal.rekey_relation(roots.conrelid), roots.column_name,
+                                 objectid_internal.rekey_relation($1), key.attname, roots.column_name)
+                                 ORDER BY roots.oid)
+                            FROM roots, key), '{}')
+           FROM allowed",
         &[
             relid.into(),
             window_query.into(),
@@ -175,8 +185,47 @@ pub(super) fn implied_checks(
             pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETDEFAULT_UPD).into(),
         ],
     )
-    .unwrap_or_else(|e| error!("cannot read the foreign keys of the key: {e}"))
-    .unwrap_or_default()
+    .unwrap_or_else(|e| match e {
+        // No row: the statements are not the toolkit's, or a table has code of its own.
+        pgrx::spi::SpiError::InvalidPosition => (None, None),
+        e => error!("cannot read the foreign keys of the key: {e}"),
+    });
+    match (triggers, verify) {
+        (Some(triggers), Some(verify)) if !triggers.is_empty() => Implied { triggers, verify },
+        _ => none,
+    }
+}
+
+/// Runs `implied.verify` with the batch's old and new keys, right after the rewrite, in the
+/// rewrite's user and security context: an error (23503) naming the foreign key when a
+/// referencing row holds one of them without its key row, as PostgreSQL's own check would have
+/// refused the statement.
+pub(super) fn verify(
+    implied: &Implied,
+    keys: &[pgrx::datum::Uuid],
+    new_keys: &[pgrx::datum::Uuid],
+) {
+    if implied.verify.is_empty() {
+        return;
+    }
+    let all: Vec<pgrx::datum::Uuid> = keys.iter().chain(new_keys).copied().collect();
+    for query in &implied.verify {
+        let broken =
+            Spi::get_one_with_args::<String>(query, &[all.clone().into()]).unwrap_or_else(|e| {
+                match e {
+                    pgrx::spi::SpiError::InvalidPosition => None,
+                    e => error!("cannot check the rekey batch's foreign keys: {e}"),
+                }
+            });
+        if let Some(fk) = broken {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+                format!("the rekey batch would leave rows without their key row: foreign key {fk}"),
+                "Code that ran during the batch made a reference to a key the batch rewrote; the batch is rolled back."
+            );
+        }
+    }
 }
 
 /// Disarms on drop, so that no later statement of the session is ever matched.

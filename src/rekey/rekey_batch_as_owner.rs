@@ -7,7 +7,7 @@ use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
 
 use super::as_owner::{acting_owner, execute, guarded, set_at_this_level, within_restricted};
-use super::implied_checks::{arm, implied_checks};
+use super::implied_checks::{arm, implied_checks, verify};
 
 /// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
 /// current user and security context, as PostgreSQL does where it opens such a level outside the
@@ -227,13 +227,15 @@ fn rekey_batch_as_owner(
         }
         let changed = within_restricted(key_owner, || {
             indexes_only();
-            let _armed = arm(rewrite_query, implied);
+            let armed = arm(rewrite_query, implied.triggers.clone());
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
                 client
                     .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
                     .and_then(|t| t.first().get_one())
                     .unwrap_or_else(|e| error!("{e}"))
             });
+            drop(armed);
+            verify(&implied, &keys, &new_keys);
             changed.map(|c| no_nulls(c, "rewrite"))
         });
         if !others.is_empty() {

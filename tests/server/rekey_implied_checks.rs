@@ -129,9 +129,10 @@ fn checks_are_left_out_only_where_the_rewrite_satisfies_them() {
     // The same statements with the same plans each time, whose own scans (a few per batch, or
     // one per key where a version plans a nested loop) and the grandchildren's checks (depth 2)
     // come in every count: what differs is one NO ACTION check of child per key and one check of
-    // parent per changed child row.
+    // parent per changed child row, less the batch's own set-based check of each foreign key
+    // after the rewrite (a few scans per batch, more where it plans a nested loop).
     assert!(
-        child_off - child_on >= PARENTS,
+        child_off - child_on >= PARENTS * 3 / 4,
         "off: {child_off} scans of child, on: {child_on}"
     );
     assert!(
@@ -139,7 +140,7 @@ fn checks_are_left_out_only_where_the_rewrite_satisfies_them() {
         "off: {parent_off} scans of parent, on: {parent_on}"
     );
     assert!(
-        child_trigger - child_on >= PARENTS,
+        child_trigger - child_on >= PARENTS * 3 / 4,
         "with a trigger: {child_trigger} scans of child, without: {child_on}"
     );
 }
@@ -284,7 +285,7 @@ fn a_trigger_on_a_partition_rows_move_to_keeps_the_checks() {
     eprintln!("index scans of child's partitions: {without} without the trigger, {with} with it");
     // One NO ACTION check per key, which reads every partition of child.
     assert!(
-        with - without >= PARENTS,
+        with - without >= PARENTS * 3 / 4,
         "with a trigger where the rows move: {with} scans, without: {without}"
     );
 }
@@ -322,13 +323,10 @@ fn assert_consistent_before_rekey(c: &mut Client) {
     );
 }
 
-/// Code of the owner's that the rewrite would run, other than triggers, rules and policies (a
-/// CHECK constraint calling the owner's function here), keeps every check: it could write the
-/// owner's tables in the middle of the statement (second adversarial review). So does a mapping
-/// table that is no longer unique on old_key, from which a parent and its child could each read
-/// another new key for the same key (the same review).
+/// A mapping table that is no longer unique on old_key, from which a parent and its child could
+/// each read another new key for the same key, keeps every check (second adversarial review).
 #[test]
-fn owner_code_in_the_rewrite_or_a_mapping_without_its_key_keeps_the_checks() {
+fn a_mapping_without_its_unique_key_keeps_the_checks() {
     let run = |db: &str, after_start: &str| -> i64 {
         let mut c = fresh_db(db);
         create_family(&mut c);
@@ -347,23 +345,65 @@ fn owner_code_in_the_rewrite_or_a_mapping_without_its_key_keeps_the_checks() {
         scans
     };
     let plain = run("t_implied_plain", "SELECT");
-    let check = run(
-        "t_implied_check",
-        "CREATE FUNCTION positive(int) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT $1 > 0';
-         ALTER TABLE child ADD CHECK (positive(line))",
-    );
     let mapping = run(
         "t_implied_mapping",
         "ALTER TABLE parent_rekey_map DROP CONSTRAINT parent_rekey_map_pkey;
          CREATE INDEX ON parent_rekey_map (old_key)",
     );
-    eprintln!("index scans of child: {plain} plain, {check} with a CHECK calling the owner's function, {mapping} with a mapping table not unique on old_key");
-    assert!(
-        check - plain >= PARENTS,
-        "with a CHECK: {check}, without: {plain}"
+    eprintln!(
+        "index scans of child: {plain} plain, {mapping} with a mapping table not unique on old_key"
     );
     assert!(
-        mapping - plain >= PARENTS,
+        mapping - plain >= PARENTS * 3 / 4,
         "mapping without its key: {mapping}, with: {plain}"
     );
+}
+
+/// The owner's code can run inside the rewrite without a trigger (a CHECK calling a function,
+/// here; a domain cast, an index expression, a range type's subtype_diff or query_to_xml do the
+/// same, third adversarial review) and reference a key of the batch that the statement has not
+/// rewritten yet: the batch's own check after the statement refuses it (23503), as PostgreSQL's
+/// check does with the setting off, and nothing changes.
+#[test]
+fn a_reference_made_by_the_owners_code_during_the_rewrite_is_refused() {
+    for setting in ["on", "off"] {
+        let db = format!("t_implied_sneak_{setting}");
+        let mut c = fresh_db(&db);
+        create_family(&mut c);
+        c.batch_execute("CALL rekey_run('parent', 'created_at', max_batches => 0)")
+            .unwrap();
+        c.batch_execute(
+            "CREATE SEQUENCE sneaked START 1000;
+             CREATE FUNCTION sneak(k uuid) RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF public.uuid_extract_version(k) = 7 THEN
+                 INSERT INTO public.child
+                 SELECT p.id, pg_catalog.nextval('public.sneaked') FROM public.parent p
+                  WHERE public.uuid_extract_version(p.id) = 4
+                    AND p.id IN (SELECT m.old_key FROM public.parent_rekey_map m)
+                  ORDER BY p.id DESC LIMIT 1;
+               END IF;
+               RETURN true;
+             END $$;
+             ALTER TABLE parent ADD CHECK (sneak(id)) NOT VALID",
+        )
+        .unwrap();
+        c.batch_execute(&format!("SET pg_objectid.rekey_implied_checks = {setting}"))
+            .unwrap();
+        let message = expect_error(
+            &mut c,
+            "CALL rekey_run('parent', batch_size => 100, max_retries => 0)",
+            &SqlState::FOREIGN_KEY_VIOLATION,
+        );
+        eprintln!("{setting}: {message}");
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM parent WHERE uuid_extract_version(id) = 7"
+            ),
+            0,
+            "{setting}: no batch committed"
+        );
+        assert_consistent_before_rekey(&mut c);
+    }
 }
