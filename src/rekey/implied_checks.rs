@@ -48,7 +48,11 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 static IMPLIED_CHECKS: GucSetting<bool> = GucSetting::<bool>::new(true);
 
 static mut PREV_EXECUTOR_START_HOOK: pg_sys::ExecutorStart_hook_type = None;
+static mut PREV_PLANNER_HOOK: pg_sys::planner_hook_type = None;
 static mut HOOK_INSTALLED: bool = false;
+/// How many plannings are under way in this backend: an executor started while one is (by a
+/// function the planner folds, say) is never the armed statement's own, whatever its text.
+static mut PLANNING: u32 = 0;
 
 /// The statement whose executor drops `triggers`, until its executor has started.
 struct Armed {
@@ -290,6 +294,8 @@ pub(super) fn arm(query: &str, triggers: Vec<pg_sys::Oid>) -> ArmedGuard {
             if !HOOK_INSTALLED {
                 PREV_EXECUTOR_START_HOOK = pg_sys::ExecutorStart_hook;
                 pg_sys::ExecutorStart_hook = Some(executor_start);
+                PREV_PLANNER_HOOK = pg_sys::planner_hook;
+                pg_sys::planner_hook = Some(planner);
                 HOOK_INSTALLED = true;
             }
         }
@@ -298,28 +304,63 @@ pub(super) fn arm(query: &str, triggers: Vec<pg_sys::Oid>) -> ArmedGuard {
     ArmedGuard(())
 }
 
+/// Counts the plannings under way (PLANNING), around the planner.
+#[pg_guard]
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const std::ffi::c_char,
+    cursor_options: c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    /// Counts down however the planning ends (an error unwinds through it).
+    struct Planning;
+    impl Drop for Planning {
+        fn drop(&mut self) {
+            // SAFETY: backend-local, counted up below.
+            unsafe { PLANNING -= 1 };
+        }
+    }
+    // SAFETY: backend-local; the planner's own entry point, or the hook installed before ours.
+    unsafe {
+        PLANNING += 1;
+        let _planning = Planning;
+        match PREV_PLANNER_HOOK {
+            Some(prev) => pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
+                prev(parse, query_string, cursor_options, bound_params)
+            }),
+            None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+        }
+    }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, eflags: c_int) {
-    // SAFETY: the executor's own entry point and state, right after it made them.
+    // SAFETY: the executor's own entry point and state.
     unsafe {
+        // Decided, and disarmed, before the executor starts: code that runs while the armed
+        // statement is planned (a function the planner folds) or while its executor starts
+        // could run a statement of the same text, which must not be taken for it.
+        let source = (*query_desc).sourceText;
+        let matched = if source.is_null() || PLANNING > 0 {
+            None
+        } else {
+            ARMED.with(|a| {
+                let mut a = a.borrow_mut();
+                if a.as_ref()
+                    .is_some_and(|armed| CStr::from_ptr(source) == armed.query.as_c_str())
+                {
+                    a.take()
+                } else {
+                    None
+                }
+            })
+        };
         match PREV_EXECUTOR_START_HOOK {
-            Some(prev) => prev(query_desc, eflags),
+            Some(prev) => {
+                pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev(query_desc, eflags))
+            }
             None => pg_sys::standard_ExecutorStart(query_desc, eflags),
         }
-        let source = (*query_desc).sourceText;
-        if source.is_null() {
-            return;
-        }
-        let matched = ARMED.with(|a| {
-            let mut a = a.borrow_mut();
-            if a.as_ref()
-                .is_some_and(|armed| CStr::from_ptr(source) == armed.query.as_c_str())
-            {
-                a.take()
-            } else {
-                None
-            }
-        });
         if let Some(armed) = matched {
             if (*(*query_desc).plannedstmt).commandType == pg_sys::CmdType::CMD_SELECT {
                 leave_out((*query_desc).estate, &armed.triggers);

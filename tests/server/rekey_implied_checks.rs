@@ -388,3 +388,86 @@ fn a_reference_made_by_the_owners_code_during_the_rewrite_is_refused() {
         assert_consistent_before_rekey(&mut c);
     }
 }
+
+/// The armed statement's own executor only: code that runs while the rewrite is planned (a
+/// partition's CHECK, which the planner folds to see whether the partition can be skipped) can
+/// run a statement of exactly the rewrite's text, which must keep every check. The fourth
+/// adversarial review's repro, as its role: the owner (not a superuser) reads the rewrite's text,
+/// and while a superuser's batch plans its rewrite, runs it for a key outside the batch whose
+/// child it adds meanwhile; with the checks taken for that statement the child was left without
+/// its parent and the batch committed.
+#[test]
+fn a_statement_run_while_the_rewrite_is_planned_keeps_its_checks() {
+    for setting in ["on", "off"] {
+        let db = format!("t_implied_planning_{setting}");
+        let mut c = fresh_db(&db);
+        c.batch_execute("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='implied_mallory') THEN CREATE ROLE implied_mallory LOGIN; END IF; END$$;
+CREATE SCHEMA m AUTHORIZATION implied_mallory;
+SET ROLE implied_mallory;
+CREATE TABLE m.flag (x int);
+CREATE TABLE m.q (q text);
+CREATE FUNCTION m.pchk(k uuid) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  IF current_setting('m.nested', true) = '1' AND k = '01900000-0000-7000-8000-0000000000ff' THEN
+    INSERT INTO m.child (a) VALUES ('01900000-0000-7000-8000-000000000001');
+    RAISE NOTICE 'pchk: inserted child referencing Z mid nested rewrite';
+  END IF;
+  RETURN true;
+END $f$;
+CREATE TABLE m.parent (id uuid PRIMARY KEY, created_at timestamptz NOT NULL, CHECK (m.pchk(id)));
+CREATE TABLE m.child (id serial, a uuid NOT NULL REFERENCES m.parent) PARTITION BY RANGE (id);
+CREATE TABLE m.child1 PARTITION OF m.child FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+CREATE INDEX ON m.child(a);
+INSERT INTO m.parent SELECT gen_random_uuid(), '2024-01-01'::timestamptz + i*interval '1 min' FROM generate_series(1,20) i;
+INSERT INTO m.parent VALUES ('01900000-0000-7000-8000-000000000001', '2024-01-01');
+INSERT INTO m.child (a) SELECT id FROM m.parent;
+CREATE FUNCTION m.act() RETURNS void LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  IF NOT EXISTS (SELECT FROM m.parent_rekey_map) THEN RETURN; END IF;
+  RAISE NOTICE 'act as %, flag busy', current_user;
+  INSERT INTO m.flag VALUES (1);
+  PERFORM set_config('m.busy', '1', true);
+  INSERT INTO m.parent_rekey_map VALUES ('01900000-0000-7000-8000-000000000001', '01900000-0000-7000-8000-0000000000ff', 0);
+  PERFORM set_config('m.nested', '1', true);
+  EXECUTE (SELECT q FROM m.q) USING ARRAY['01900000-0000-7000-8000-000000000001'::uuid];
+  PERFORM set_config('m.nested', '0', true);
+  RAISE NOTICE 'act: nested rewrite done';
+END $f$;
+CREATE FUNCTION m.trip() RETURNS text LANGUAGE plpgsql IMMUTABLE AS $f$
+BEGIN
+  RAISE NOTICE 'trip called as %: busy=% flag=% q=%', current_user, current_setting('m.busy', true), (SELECT count(*) FROM m.flag), left(current_query(), 40);
+  IF coalesce(current_setting('m.busy', true), '') <> '1' AND to_regclass('m.parent_rekey_map') IS NOT NULL
+     AND NOT EXISTS (SELECT FROM m.flag) THEN
+    PERFORM m.act();
+  END IF;
+  RETURN '';
+END $f$;
+RESET ROLE;
+SELECT rekey_switch_default('m.parent');").unwrap();
+        c.batch_execute("CALL rekey_run('m.parent','created_at', max_batches => 0);")
+            .unwrap();
+        c.batch_execute("SET ROLE implied_mallory;
+INSERT INTO m.q SELECT (objectid_internal.rekey_statements('m.parent'::regclass, st.time_column, st.time_zone, objectid_internal.rekey_name(st.mapping_table))).rewrite_query FROM objectid_internal.rekey_state_of('m.parent') st;
+ALTER TABLE m.child1 ADD CHECK (m.trip() = '');
+\nRESET ROLE").unwrap();
+        c.batch_execute(&format!("SET pg_objectid.rekey_implied_checks = {setting}"))
+            .unwrap();
+        expect_error(
+            &mut c,
+            "CALL rekey_run('m.parent', batch_size => 5, max_batches => 1, max_retries => 0)",
+            &SqlState::FOREIGN_KEY_VIOLATION,
+        );
+        assert_eq!(
+            one_i64(
+                &mut c,
+                "SELECT count(*) FROM m.child c WHERE NOT EXISTS (SELECT FROM m.parent p WHERE p.id = c.a)"
+            ),
+            0,
+            "{setting}: a child without its parent"
+        );
+        assert!(!one_bool(
+            &mut c,
+            "SELECT rolsuper FROM pg_roles WHERE rolname = 'implied_mallory'"
+        ));
+    }
+}
