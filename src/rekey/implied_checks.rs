@@ -123,8 +123,14 @@ pub(super) fn implied_checks(
     if !IMPLIED_CHECKS.get() || one_snapshot {
         return none;
     }
+    // Statistics objects on expressions exist from 14 on.
+    #[cfg(feature = "pg13")]
+    let statistics_with_expressions = "false";
+    #[cfg(not(feature = "pg13"))]
+    let statistics_with_expressions = "EXISTS (SELECT FROM pg_catalog.pg_statistic_ext e
+                                                WHERE e.stxrelid OPERATOR(pg_catalog.=) x.relid AND e.stxexprs IS NOT NULL)";
     let (triggers, verify) = Spi::get_two_with_args::<Vec<pg_sys::Oid>, Vec<String>>(
-        "WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
+        &format!("WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
                                 WHERE s.relid IS NOT NULL AND s.finished_at IS NULL),
               cols AS MATERIALIZED (SELECT ARRAY(SELECT c FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c) AS a),
               statements AS (SELECT objectid_internal.rekey_statements($1::pg_catalog.regclass, st.time_column, st.time_zone,
@@ -173,7 +179,7 @@ pub(super) fn implied_checks(
                                     AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum))
          SELECT coalesce((SELECT pg_catalog.array_agg(t.oid ORDER BY t.oid) FROM pg_catalog.pg_trigger t
                            WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
-                             AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)), '{}'),
+                             AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)), '{{}}'),
                 coalesce((SELECT pg_catalog.array_agg(pg_catalog.format(
                                  'SELECT %L::pg_catalog.text WHERE EXISTS (SELECT FROM pg_catalog.unnest($1) k (v)'
                                  ' WHERE NOT EXISTS (SELECT FROM %s p WHERE p.%I OPERATOR(pg_catalog.=) k.v)'
@@ -201,14 +207,13 @@ pub(super) fn implied_checks(
                                                            AND NOT a.attisdropped
                                                            AND (a.atttypid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
                                                                 OR a.attgenerated OPERATOR(pg_catalog.<>) ''))
-                                             OR EXISTS (SELECT FROM pg_catalog.pg_statistic_ext e
-                                                         WHERE e.stxrelid OPERATOR(pg_catalog.=) x.relid AND e.stxexprs IS NOT NULL)
+                                             OR {statistics_with_expressions}
                                              OR EXISTS (SELECT FROM pg_catalog.pg_partitioned_table pt
                                                          WHERE pt.partrelid OPERATOR(pg_catalog.=) x.relid
                                                            AND (pt.partexprs IS NOT NULL
                                                                 OR EXISTS (SELECT FROM pg_catalog.unnest(pt.partclass) o
-                                                                            WHERE o OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid))))), '{}')
-           FROM allowed",
+                                                                            WHERE o OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid))))), '{{}}')
+           FROM allowed"),
         &[
             relid.into(),
             window_query.into(),
