@@ -26,11 +26,16 @@
 //!   function in a constraint or an index, a type's support functions) and write the owner's
 //!   tables mid-statement, so one query per foreign key, right after the rewrite, looks for a
 //!   referencing row that holds one of the batch's old or new keys without its key row, which is
-//!   what PostgreSQL's own checks of those keys would have refused;
+//!   what PostgreSQL's own checks of those keys would have refused (left out in turn where the
+//!   tables hold nothing of their owner's that an UPDATE could run: see `implied_checks`);
+//! - when the mapping table is unique on old_key, so that parent and child read one new key;
 //! - decided before any statement of the batch runs, so that a foreign key made by code that runs
 //!   during the batch keeps its checks (its triggers are not among those decided on);
 //! - for the toolkit's own statements only: `rekey_batch_as_owner` can be called by anyone with
-//!   statements of their own, so they are compared with those of the rekey's trusted record.
+//!   statements of their own, so they are compared with those of the rekey's trusted record;
+//! - in the rewrite's own executor only: not one started while any planning is under way (the
+//!   planner folds the owner's functions) or inside the rewrite's own ExecutorStart, where the
+//!   owner's code could run a statement of the very same text.
 //!
 //! The key's table rows really became their new keys is checked by the batch itself (its count,
 //! rekey_batch.sql). Mirrors nothing in PostgreSQL, which has no statement that changes both
