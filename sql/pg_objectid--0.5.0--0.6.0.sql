@@ -85,6 +85,15 @@ CREATE FUNCTION objectid_internal.rekey_batch_as_owner(relid oid, window_query t
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
     AS 'MODULE_PATHNAME', 'rekey_batch_as_owner_wrapper';
 
+-- The new key a batch's rewrite gives a column: the element of new_keys at the place of key in
+-- keys, or key itself when it is not among them (src/rekey/rekey_new_key.rs: the mapping is
+-- built once per statement, then each row's lookup is a binary search). Refuses (22023) keys and
+-- new keys of two lengths or a key given twice, and (22004) a NULL element.
+CREATE FUNCTION objectid_internal.rekey_new_key(key uuid, keys uuid[], new_keys uuid[])
+    RETURNS uuid
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'rekey_new_key_wrapper';
+
 -- The new key of old_key in a mapping table, read as the mapping table's owner in a
 -- security-restricted operation once the caller's SELECT on its columns is checked
 -- (src/rekey/as_owner.rs); NULL when it holds no such old key.
@@ -519,9 +528,9 @@ $body$;
 --                  rewrite of that column, run as that table's owner (other_tables holds the
 --                  table of each): $1 the keys, $2 their new keys;
 --   rewrite_query  then the rewrite of the key and every referencing column of the key owner's
---                  tables, in one statement: $1 the keys; returns the rows changed per table, in
---                  the order of rekey_columns (for the key's table, the rows whose key became its
---                  new key).
+--                  tables, in one statement: $1 the keys, $2 their new keys; returns the rows
+--                  changed per table, in the order of rekey_columns (for the key's table, the rows
+--                  whose key became its new key).
 -- Every operator and function in them is qualified: they run with search_path = pg_catalog,
 -- pg_temp. mapping_table is a qualified name (rekey_name of the recorded mapping table, or the
 -- one to be made).
@@ -597,39 +606,27 @@ BEGIN
             FOREACH col IN ARRAY r.names LOOP
                 result.other_tables := result.other_tables || r.relid::oid;
                 result.other_queries := result.other_queries || format(
-                    'UPDATE %s t SET %I = b.new_key'
-                    ' FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) b(old_key, new_key)'
-                    ' WHERE t.%I OPERATOR(pg_catalog.=) b.old_key AND t.%I OPERATOR(pg_catalog.=) ANY ($1)',
+                    'UPDATE %s t SET %I = objectid_internal.rekey_new_key(t.%I, $1, $2)'
+                    ' WHERE t.%I OPERATOR(pg_catalog.=) ANY ($1)',
                     objectid_internal.rekey_relation(r.relid::oid), col, col, col);
             END LOOP;
             CONTINUE;
         END IF;
         i := i + 1;
-        IF cardinality(r.names) = 1 THEN
-            updates := updates || format(
-                'u%s AS (UPDATE %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
-                ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
-                i, objectid_internal.rekey_relation(r.relid::oid), r.names[1], r.names[1], r.names[1],
-                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
-        ELSE
-            -- One UPDATE per table, so that no row is changed twice by the statement (a
-            -- self-reference, or two columns referencing the key). Each column's new value comes
-            -- from the mapping table through its primary key (it holds the batch's rows since
-            -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
-            -- would read the whole batch for each row.
-            updates := updates || format(
-                'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
-                (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
-                                          ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
-                                          ' ELSE t.%1$I END', n, mapping_table), ', ')
-                   FROM unnest(r.names) n),
-                (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
-                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
-        END IF;
-        -- For the key's table, the rows whose key really became its new key: a BEFORE trigger
-        -- could have kept the old one.
+        -- One UPDATE per table, so that no row is changed twice by the statement (a
+        -- self-reference, or two columns referencing the key). Each column's new value is looked
+        -- up in the batch's keys and new keys ($1, $2) from the row's own value, so that a row
+        -- changed meanwhile (read again by EvalPlanQual) gets the new key of what it holds then.
+        updates := updates || format(
+            'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
+            (SELECT string_agg(format('%1$I = objectid_internal.rekey_new_key(t.%1$I, $1, $2)', n), ', ')
+               FROM unnest(r.names) n),
+            (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
+            CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
+        -- For the key's table, the rows whose key really became one of the new keys: a BEFORE
+        -- trigger could have kept the old one.
         counts := counts || CASE WHEN i = 1
-            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
+            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN pg_catalog.unnest($2) n(k) ON n.k OPERATOR(pg_catalog.=) u1.k)'
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
     -- The next keys in key order but version-7 ones (rekeyed, the application's new ones, every
@@ -653,10 +650,8 @@ BEGIN
         ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key), pg_catalog.array_agg(m.new_key ORDER BY m.old_key) FROM m',
         key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid),
         mapping_table);
-    result.rewrite_query := format(
-        'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
-        ' %s SELECT ARRAY[%s]',
-        mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '));
+    result.rewrite_query := format('WITH %s SELECT ARRAY[%s]', array_to_string(updates, ', '),
+                                   array_to_string(counts, ', '));
     RETURN result;
 END
 $body$;

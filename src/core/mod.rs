@@ -5,6 +5,7 @@ pub mod clock;
 pub mod extjson;
 pub mod fork;
 pub mod generator;
+pub mod key_map;
 pub mod objectid;
 pub mod random;
 pub mod time;

@@ -11,6 +11,7 @@ mod as_owner;
 mod implied_checks;
 mod leaf_density;
 mod rekey_batch_as_owner;
+mod rekey_new_key;
 mod session_state;
 
 pub(crate) fn init() {
@@ -51,6 +52,7 @@ mod install {
         "../../sql/rekey/internal/rekey_can_commit.sql" => "rekey_internal_rekey_can_commit",
         "../../sql/rekey/internal/rekey_read_as_owner.sql" => "rekey_internal_rekey_read_as_owner",
         "../../sql/rekey/internal/rekey_batch_as_owner.sql" => "rekey_internal_rekey_batch_as_owner",
+        "../../sql/rekey/internal/rekey_new_key.sql" => "rekey_internal_rekey_new_key",
         "../../sql/rekey/internal/rekey_translate_read.sql" => "rekey_internal_rekey_translate_read",
         "../../sql/rekey/internal/rekey_refresh_materialized_view.sql" => "rekey_internal_rekey_refresh_materialized_view",
         "../../sql/rekey/internal/rekey_leaf_density.sql" => "rekey_internal_rekey_leaf_density",

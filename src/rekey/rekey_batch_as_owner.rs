@@ -230,7 +230,14 @@ fn rekey_batch_as_owner(
             let armed = arm(rewrite_query, implied.triggers.clone());
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
                 client
-                    .update(rewrite_query, None, &[DatumWithOid::from(keys.clone())])
+                    .update(
+                        rewrite_query,
+                        None,
+                        &[
+                            DatumWithOid::from(keys.clone()),
+                            DatumWithOid::from(new_keys.clone()),
+                        ],
+                    )
                     .and_then(|t| t.first().get_one())
                     .unwrap_or_else(|e| error!("{e}"))
             });

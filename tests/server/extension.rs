@@ -97,6 +97,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_name", "s", true, "s", false),
+    ("objectid_internal.rekey_new_key", "i", true, "s", false),
     ("objectid_internal.rekey_problems", "v", false, "u", false),
     (
         "objectid_internal.rekey_read_as_owner",

@@ -22,6 +22,7 @@ mod planner;
 mod rekey;
 mod rekey_attacks;
 mod rekey_implied_checks;
+mod rekey_new_key;
 mod text_io;
 mod time;
 mod uuid;

@@ -429,7 +429,7 @@ BEGIN
   PERFORM set_config('m.busy', '1', true);
   INSERT INTO m.parent_rekey_map VALUES ('01900000-0000-7000-8000-000000000001', '01900000-0000-7000-8000-0000000000ff', 0);
   PERFORM set_config('m.nested', '1', true);
-  EXECUTE (SELECT q FROM m.q) USING ARRAY['01900000-0000-7000-8000-000000000001'::uuid];
+  EXECUTE (SELECT q FROM m.q) USING ARRAY['01900000-0000-7000-8000-000000000001'::uuid], ARRAY['01900000-0000-7000-8000-0000000000ff'::uuid];
   PERFORM set_config('m.nested', '0', true);
   RAISE NOTICE 'act: nested rewrite done';
 END $f$;

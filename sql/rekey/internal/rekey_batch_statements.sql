@@ -10,9 +10,9 @@
 --                  rewrite of that column, run as that table's owner (other_tables holds the
 --                  table of each): $1 the keys, $2 their new keys;
 --   rewrite_query  then the rewrite of the key and every referencing column of the key owner's
---                  tables, in one statement: $1 the keys; returns the rows changed per table, in
---                  the order of rekey_columns (for the key's table, the rows whose key became its
---                  new key).
+--                  tables, in one statement: $1 the keys, $2 their new keys; returns the rows
+--                  changed per table, in the order of rekey_columns (for the key's table, the rows
+--                  whose key became its new key).
 -- Every operator and function in them is qualified: they run with search_path = pg_catalog,
 -- pg_temp. mapping_table is a qualified name (rekey_name of the recorded mapping table, or the
 -- one to be made).

@@ -41,39 +41,27 @@ BEGIN
             FOREACH col IN ARRAY r.names LOOP
                 result.other_tables := result.other_tables || r.relid::oid;
                 result.other_queries := result.other_queries || format(
-                    'UPDATE %s t SET %I = b.new_key'
-                    ' FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) b(old_key, new_key)'
-                    ' WHERE t.%I OPERATOR(pg_catalog.=) b.old_key AND t.%I OPERATOR(pg_catalog.=) ANY ($1)',
+                    'UPDATE %s t SET %I = objectid_internal.rekey_new_key(t.%I, $1, $2)'
+                    ' WHERE t.%I OPERATOR(pg_catalog.=) ANY ($1)',
                     objectid_internal.rekey_relation(r.relid::oid), col, col, col);
             END LOOP;
             CONTINUE;
         END IF;
         i := i + 1;
-        IF cardinality(r.names) = 1 THEN
-            updates := updates || format(
-                'u%s AS (UPDATE %s t SET %I = b.new_key FROM b WHERE b.old_key OPERATOR(pg_catalog.=) t.%I'
-                ' AND t.%I OPERATOR(pg_catalog.=) ANY ($1) RETURNING %s)',
-                i, objectid_internal.rekey_relation(r.relid::oid), r.names[1], r.names[1], r.names[1],
-                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
-        ELSE
-            -- One UPDATE per table, so that no row is changed twice by the statement (a
-            -- self-reference, or two columns referencing the key). Each column's new value comes
-            -- from the mapping table through its primary key (it holds the batch's rows since
-            -- map_query): a lookup per row, where a subquery over b (a CTE, without an index)
-            -- would read the whole batch for each row.
-            updates := updates || format(
-                'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
-                (SELECT string_agg(format('%1$I = CASE WHEN t.%1$I OPERATOR(pg_catalog.=) ANY ($1)'
-                                          ' THEN (SELECT m.new_key FROM %2$s m WHERE m.old_key OPERATOR(pg_catalog.=) t.%1$I)'
-                                          ' ELSE t.%1$I END', n, mapping_table), ', ')
-                   FROM unnest(r.names) n),
-                (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
-                CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
-        END IF;
-        -- For the key's table, the rows whose key really became its new key: a BEFORE trigger
-        -- could have kept the old one.
+        -- One UPDATE per table, so that no row is changed twice by the statement (a
+        -- self-reference, or two columns referencing the key). Each column's new value is looked
+        -- up in the batch's keys and new keys ($1, $2) from the row's own value, so that a row
+        -- changed meanwhile (read again by EvalPlanQual) gets the new key of what it holds then.
+        updates := updates || format(
+            'u%s AS (UPDATE %s t SET %s WHERE %s RETURNING %s)', i, objectid_internal.rekey_relation(r.relid::oid),
+            (SELECT string_agg(format('%1$I = objectid_internal.rekey_new_key(t.%1$I, $1, $2)', n), ', ')
+               FROM unnest(r.names) n),
+            (SELECT string_agg(format('t.%I OPERATOR(pg_catalog.=) ANY ($1)', n), ' OR ') FROM unnest(r.names) n),
+            CASE WHEN i = 1 THEN format('t.%I AS k', key) ELSE '1' END);
+        -- For the key's table, the rows whose key really became one of the new keys: a BEFORE
+        -- trigger could have kept the old one.
         counts := counts || CASE WHEN i = 1
-            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN b ON b.new_key OPERATOR(pg_catalog.=) u1.k)'
+            THEN '(SELECT pg_catalog.count(*) FROM u1 JOIN pg_catalog.unnest($2) n(k) ON n.k OPERATOR(pg_catalog.=) u1.k)'
             ELSE format('(SELECT pg_catalog.count(*) FROM u%s)', i) END;
     END LOOP;
     -- The next keys in key order but version-7 ones (rekeyed, the application's new ones, every
@@ -97,10 +85,8 @@ BEGIN
         ' SELECT pg_catalog.array_agg(m.old_key ORDER BY m.old_key), pg_catalog.array_agg(m.new_key ORDER BY m.old_key) FROM m',
         key, objectid_internal.rekey_usable_time(time_expr, '$2'), objectid_internal.rekey_relation(tbl::oid),
         mapping_table);
-    result.rewrite_query := format(
-        'WITH b AS MATERIALIZED (SELECT m.old_key, m.new_key FROM %s m WHERE m.old_key OPERATOR(pg_catalog.=) ANY ($1)),'
-        ' %s SELECT ARRAY[%s]',
-        mapping_table, array_to_string(updates, ', '), array_to_string(counts, ', '));
+    result.rewrite_query := format('WITH %s SELECT ARRAY[%s]', array_to_string(updates, ', '),
+                                   array_to_string(counts, ', '));
     RETURN result;
 END
 $body$;
