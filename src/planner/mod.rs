@@ -30,7 +30,7 @@
 
 mod catalog;
 mod condition;
-mod nodes;
+pub(crate) mod nodes;
 mod proof;
 mod rewrite;
 

@@ -126,9 +126,15 @@ fn rekey_batch_as_owner(
         .collect();
     // A batch touches a few thousand rows of tables of any size: always through their indexes.
     // The planner, seeing 10,000 keys in an array, would otherwise read whole tables for every
-    // batch. Undone with the rest of each operation's settings.
-    // SAFETY: sets a setting at the operation's own nest level.
-    let indexes_only = || unsafe { set_at_this_level("enable_seqscan", "off") };
+    // batch. And always with the batch's keys as constants in the plan (a custom plan, whatever
+    // the session's plan_cache_mode): rekey_new_key keeps its mapping for a statement only when
+    // its arrays are constants, and would build it again for every row of a generic plan.
+    // Undone with the rest of each operation's settings.
+    // SAFETY: sets settings at the operation's own nest level.
+    let batch_settings = || unsafe {
+        set_at_this_level("enable_seqscan", "off");
+        set_at_this_level("plan_cache_mode", "force_custom_plan");
+    };
     // Every statement of the batch in one subtransaction (guarded), each in the restricted
     // operation of the owner of the tables it changes. Each other owner's statement queues its
     // AFTER triggers (its foreign keys' checks, its deferrable constraints' rechecks, its own
@@ -142,7 +148,7 @@ fn rekey_batch_as_owner(
         // Read before any of the batch's statements runs a table owner's code.
         let implied = implied_checks(relid, window_query, map_query, rewrite_query);
         let (window_end, mapped) = within_restricted(key_owner, || {
-            indexes_only();
+            batch_settings();
             Spi::connect_mut(|client| {
                 let window: Option<Vec<Option<Uuid>>> = client
                     .update(
@@ -206,7 +212,7 @@ fn rekey_batch_as_owner(
                 // subtransaction's abort.
                 unsafe { pg_sys::AfterTriggerBeginQuery() };
                 within_restricted(*owner, || {
-                    indexes_only();
+                    batch_settings();
                     Spi::connect_mut(|_client| {
                         execute(
                             query,
@@ -226,7 +232,7 @@ fn rekey_batch_as_owner(
             triggers_unchanged(relid, &triggers);
         }
         let changed = within_restricted(key_owner, || {
-            indexes_only();
+            batch_settings();
             let armed = arm(rewrite_query, implied.triggers.clone());
             let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
                 client

@@ -1,21 +1,39 @@
 //! `objectid_internal.rekey_new_key(key, keys, new_keys)`: the new key a batch's rewrite gives a
-//! column (src/core/key_map.rs). Its arrays are the same for every row of a statement (the batch's
-//! parameters), so the mapping is built once per statement and kept in the call's `fn_extra`, as
-//! PostgreSQL keeps a hashed `= ANY` array in its expression's state (`ExecEvalHashedScalarArrayOp`);
-//! the lookup of every row is then a binary search. Built again for each call where an argument
-//! can change from row to row (`get_fn_expr_arg_stable`, as fmgr.c offers it for such caches).
+//! column (src/core/key_map.rs). A batch's statement passes its arrays as parameters, which SPI's
+//! one-shot plan folds into constants, so the mapping is built once per statement and kept in the
+//! call's `fn_extra`, as PostgreSQL keeps a hashed `= ANY` array in its expression's state only
+//! when the array is a `Const` (`convert_saop_to_hashed_saop`); the lookup of every row is then a
+//! binary search. Any other argument is read again at each call: a PARAM_EXTERN parameter, which
+//! fmgr's `get_fn_expr_arg_stable` counts as stable, can change between calls through the same
+//! expression state (a PL/pgSQL variable in a simple expression), and a freed array's memory can
+//! hold the next one at the same address.
 
 use pgrx::datum::Uuid;
 use pgrx::prelude::*;
 use pgrx::{Array, FromDatum, PgMemoryContexts};
 
 use crate::core::key_map::{Key, KeyMap};
+use crate::planner::nodes::{is_a, list_ptrs};
 
-/// The mapping built for one statement, with the two arrays it was built from.
+/// The mapping built for one expression whose arrays are constants.
 struct Cached {
-    keys: pg_sys::Datum,
-    new_keys: pg_sys::Datum,
     map: KeyMap,
+}
+
+/// Whether argument `argnum` of the call is a `Const` of the expression tree, which keeps its value
+/// for as long as the FmgrInfo (and its fn_extra) lives.
+///
+/// # Safety
+/// `flinfo` is the call's live FmgrInfo.
+unsafe fn argument_is_const(flinfo: *mut pg_sys::FmgrInfo, argnum: usize) -> bool {
+    // SAFETY: fn_expr, when set, is the FuncExpr (or another node) that made the call.
+    unsafe {
+        let expr = (*flinfo).fn_expr;
+        is_a(expr, pg_sys::NodeTag::T_FuncExpr)
+            && list_ptrs((*expr.cast::<pg_sys::FuncExpr>()).args)
+                .nth(argnum)
+                .is_some_and(|arg| is_a(arg.cast(), pg_sys::NodeTag::T_Const))
+    }
 }
 
 /// Raises an ERROR with `code`: never returns.
@@ -65,33 +83,26 @@ unsafe fn build(keys: pg_sys::Datum, new_keys: pg_sys::Datum) -> KeyMap {
 fn rekey_new_key(fcinfo: pg_sys::FunctionCallInfo) -> Uuid {
     // SAFETY: the SQL function is STRICT with arguments (uuid, uuid[], uuid[]), so each is a
     // non-null Datum of its type; fn_extra belongs to this function's FmgrInfo, and what is
-    // stored there lives in fn_mcxt, which outlives every call made through that FmgrInfo.
+    // stored there lives in fn_mcxt, which outlives every call made through that FmgrInfo, whose
+    // constant arguments are the same at every call.
     unsafe {
         let key: Key = *pgrx::fcinfo::pg_getarg_datum_raw(fcinfo, 0).cast_mut_ptr::<Key>();
         let keys = pgrx::fcinfo::pg_getarg_datum_raw(fcinfo, 1);
         let new_keys = pgrx::fcinfo::pg_getarg_datum_raw(fcinfo, 2);
         let flinfo = (*fcinfo).flinfo;
-        let stable = !flinfo.is_null()
-            && pg_sys::get_fn_expr_arg_stable(flinfo, 1)
-            && pg_sys::get_fn_expr_arg_stable(flinfo, 2);
-        if !stable {
+        let constant =
+            !flinfo.is_null() && argument_is_const(flinfo, 1) && argument_is_const(flinfo, 2);
+        if !constant {
             return Uuid::from_bytes(build(keys, new_keys).new_key(&key));
         }
-        let cached = (*flinfo).fn_extra.cast::<Cached>();
-        let cached =
-            if !cached.is_null() && (*cached).keys == keys && (*cached).new_keys == new_keys {
-                cached
-            } else {
-                let fresh = Cached {
-                    keys,
-                    new_keys,
-                    map: build(keys, new_keys),
-                };
-                let stored =
-                    PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
-                (*flinfo).fn_extra = stored.cast();
-                stored
+        let mut cached = (*flinfo).fn_extra.cast::<Cached>();
+        if cached.is_null() {
+            let fresh = Cached {
+                map: build(keys, new_keys),
             };
+            cached = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
+            (*flinfo).fn_extra = cached.cast();
+        }
         Uuid::from_bytes((*cached).map.new_key(&key))
     }
 }

@@ -12,8 +12,8 @@ use crate::common::*;
 fn maps_each_key_and_passes_the_others_through() {
     let mut c = fresh_db("t_rekey_new_key");
     c.batch_execute(
-        "CREATE TABLE m AS SELECT gen_random_uuid() AS old_key, uuidv7() AS new_key FROM generate_series(1, 5000);
-         CREATE TABLE r AS SELECT old_key AS k FROM m UNION ALL SELECT gen_random_uuid() FROM generate_series(1, 3000)",
+        "CREATE TABLE m AS SELECT gen_random_uuid() AS old_key, uuidv7() AS new_key FROM generate_series(1, 2000);
+         CREATE TABLE r AS SELECT old_key AS k FROM m UNION ALL SELECT gen_random_uuid() FROM generate_series(1, 1000)",
     )
     .unwrap();
     // The arrays as a prepared statement's parameters, as a batch passes them (kept for the
@@ -51,6 +51,44 @@ fn maps_each_key_and_passes_the_others_through() {
                FROM (SELECT m.old_key AS k, m.new_key AS n, gen_random_uuid() AS o FROM m) x"
         ),
         0
+    );
+    // A PL/pgSQL variable, passed as a parameter that changes between calls through one
+    // expression state, in place or by a new array at a freed one's address: each call maps with
+    // the arrays it is given (adversarial review: a mapping kept for a parameter went stale).
+    c.batch_execute(
+        "CREATE TABLE mm (i int, k uuid[], n uuid[]);
+         INSERT INTO mm SELECT g, ARRAY['00000000-0000-0000-0000-000000000001'::uuid],
+                               ARRAY[('aaaaaaaa-0000-0000-0000-00000000000' || g)::uuid] FROM generate_series(1, 4) g;
+         CREATE FUNCTION f_pl(k uuid[], n uuid[]) RETURNS uuid LANGUAGE plpgsql AS
+           $$ BEGIN RETURN objectid_internal.rekey_new_key('00000000-0000-0000-0000-000000000001', k, n); END $$;
+         CREATE TABLE seen (i int, got uuid);
+         DO $$
+         DECLARE k uuid[] := ARRAY['00000000-0000-0000-0000-000000000001'::uuid]; n uuid[];
+         BEGIN
+           FOR i IN 1..4 LOOP
+             n := ARRAY[('bbbbbbbb-0000-0000-0000-00000000000' || i)::uuid];
+             n[1] := ('cccccccc-0000-0000-0000-00000000000' || i)::uuid;
+             IF i = 4 THEN k := ARRAY['00000000-0000-0000-0000-000000000002'::uuid]; END IF;
+             INSERT INTO seen VALUES (i, objectid_internal.rekey_new_key('00000000-0000-0000-0000-000000000001', k, n));
+           END LOOP;
+         END $$",
+    )
+    .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM mm WHERE f_pl(k, n) IS DISTINCT FROM n[1]"
+        ),
+        0
+    );
+    assert_eq!(
+        strings(&mut c, "SELECT got::text FROM seen ORDER BY i"),
+        [
+            "cccccccc-0000-0000-0000-000000000001",
+            "cccccccc-0000-0000-0000-000000000002",
+            "cccccccc-0000-0000-0000-000000000003",
+            "00000000-0000-0000-0000-000000000001",
+        ]
     );
     // Ordered as uuid's btree orders: the first byte compared without a sign.
     assert_eq!(
