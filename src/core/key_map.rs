@@ -15,6 +15,9 @@ pub enum KeyMapError {
     Lengths { keys: usize, new_keys: usize },
     /// A key appears twice: it would have two new keys.
     Duplicate(Key),
+    /// No memory for a mapping of this many keys (an error to report, where Rust's allocator
+    /// would abort the process).
+    OutOfMemory { keys: usize },
 }
 
 impl fmt::Display for KeyMapError {
@@ -24,6 +27,9 @@ impl fmt::Display for KeyMapError {
                 write!(f, "{keys} keys but {new_keys} new keys")
             }
             KeyMapError::Duplicate(key) => write!(f, "key {} appears twice", hyphenated(key)),
+            KeyMapError::OutOfMemory { keys } => {
+                write!(f, "no memory for a mapping of {keys} keys")
+            }
         }
     }
 }
@@ -56,7 +62,11 @@ impl KeyMap {
                 new_keys: new_keys.len(),
             });
         }
-        let mut pairs: Vec<(Key, Key)> = keys.into_iter().zip(new_keys).collect();
+        let mut pairs: Vec<(Key, Key)> = Vec::new();
+        pairs
+            .try_reserve_exact(keys.len())
+            .map_err(|_| KeyMapError::OutOfMemory { keys: keys.len() })?;
+        pairs.extend(keys.into_iter().zip(new_keys));
         // Sorted input, the batch's case, is one linear pass.
         pairs.sort_unstable_by_key(|p| p.0);
         if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -132,6 +142,14 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "key 04000000-0000-0000-0000-00000000001c appears twice"
+        );
+    }
+
+    #[test]
+    fn reports_a_mapping_too_large_for_memory() {
+        assert_eq!(
+            KeyMapError::OutOfMemory { keys: 3 }.to_string(),
+            "no memory for a mapping of 3 keys"
         );
     }
 

@@ -12,7 +12,7 @@ use pgrx::datum::Uuid;
 use pgrx::prelude::*;
 use pgrx::{Array, FromDatum, PgMemoryContexts};
 
-use crate::core::key_map::{Key, KeyMap};
+use crate::core::key_map::{Key, KeyMap, KeyMapError};
 use crate::planner::nodes::{is_a, list_ptrs};
 
 /// The mapping built for one expression whose arrays are constants.
@@ -50,16 +50,25 @@ unsafe fn keys_of(datum: pg_sys::Datum, argument: &str) -> Vec<Key> {
     let array =
         unsafe { Array::<Uuid>::from_polymorphic_datum(datum, false, pg_sys::UUIDARRAYOID) }
             .unwrap_or_else(|| error!("rekey_new_key: {argument} is NULL"));
-    array
-        .iter()
-        .map(|key| match key {
-            Some(key) => *key.as_bytes(),
+    // Reserved fallibly: an allocation Rust cannot make aborts the whole server, where
+    // PostgreSQL's own would be an ERROR (any role may call this with an array of ~1 GB).
+    let mut keys: Vec<Key> = Vec::new();
+    if keys.try_reserve_exact(array.len()).is_err() {
+        refuse(
+            PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+            format!("rekey_new_key: no memory for {} {argument}", array.len()),
+        );
+    }
+    for key in array.iter() {
+        match key {
+            Some(key) => keys.push(*key.as_bytes()),
             None => refuse(
                 PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
                 format!("rekey_new_key: {argument} must not hold a NULL"),
             ),
-        })
-        .collect()
+        }
+    }
+    keys
 }
 
 /// The mapping of `keys` to `new_keys`, or the error (22023) that says why there is none.
@@ -70,8 +79,12 @@ unsafe fn build(keys: pg_sys::Datum, new_keys: pg_sys::Datum) -> KeyMap {
     // SAFETY: the caller's promise.
     let (keys, new_keys) = unsafe { (keys_of(keys, "keys"), keys_of(new_keys, "new_keys")) };
     KeyMap::new(keys, new_keys).unwrap_or_else(|e| {
+        let code = match e {
+            KeyMapError::OutOfMemory { .. } => PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+            _ => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        };
         refuse(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            code,
             format!("rekey_new_key: the keys and new keys make no mapping: {e}"),
         )
     })
