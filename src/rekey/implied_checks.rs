@@ -28,7 +28,9 @@
 //!   referencing row that holds one of the batch's old or new keys without its key row, which is
 //!   what PostgreSQL's own checks of those keys would have refused (left out in turn where the
 //!   tables hold nothing of their owner's that an UPDATE could run: see `implied_checks`);
-//! - when the mapping table is unique on old_key, so that parent and child read one new key;
+//! - when the mapping table is unique on old_key, so that what the batch recorded names one new key
+//!   per key (the rewrite itself takes every column's new key from the batch's own arrays, through
+//!   `rekey_new_key`, which refuses a key given twice);
 //! - decided before any statement of the batch runs, so that a foreign key made by code that runs
 //!   during the batch keeps its checks (its triggers are not among those decided on);
 //! - for the toolkit's own statements only: `rekey_batch_as_owner` can be called by anyone with
@@ -99,9 +101,9 @@ pub(super) struct Implied {
 /// only for the window, lock and mapping, and rewrite that the toolkit writes), a table of the
 /// set or any partition of one has a rule, row-level security or an enabled trigger of its own (a
 /// partition that only receives moved rows is opened by the executor after it starts, so the
-/// executor's own check cannot see it), or the mapping table is not unique on old_key (the
-/// rewrite reads each key's new key from it: with two rows for a key, a parent and its child could
-/// each take another; the owner may drop the key the toolkit made it with).
+/// executor's own check cannot see it), or the mapping table is not unique on old_key (the owner
+/// may drop the key the toolkit made it with; the rewrite takes its new keys from the batch's
+/// arrays, but what the mapping records must name one new key per key).
 ///
 /// The owner's code can still run inside the statement (a function in a constraint, an index, a
 /// type's support functions: the catalogs cannot name every way) and write the owner's tables
