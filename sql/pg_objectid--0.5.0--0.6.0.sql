@@ -1571,6 +1571,68 @@ SELECT CASE WHEN o.is_key_owner THEN tbl::oid ELSE (SELECT min(t.relid) FROM t W
  ORDER BY NOT o.is_key_owner, o.relowner
 $body$;
 
+-- What a batch of the rekey of a table derives from the system catalogs
+-- (rekey_batch_catalog_read), before it changes anything:
+--   lock_statement          the LOCK of every table the batch changes and of the mapping table,
+--                           in ROW EXCLUSIVE mode, as the batch's own writes would take;
+--   problems, code          what stops the rekey (rekey_problems), NULL when nothing does, and the
+--                           SQLSTATE to refuse with (42501 first);
+--   deferrable_constraints  the deferrable constraints of the tables that change, or that
+--                           reference them, for SET CONSTRAINTS ... IMMEDIATE;
+--   statements              the batch's statements (rekey_statements), NULL when there are problems.
+CREATE TYPE objectid_internal.rekey_batch_catalog AS (
+    lock_statement text,
+    problems text[],
+    code text,
+    deferrable_constraints text,
+    statements objectid_internal.rekey_batch_statements
+);
+
+-- What a batch of the rekey of tbl derives from the system catalogs (rekey_batch_catalog), read
+-- now. time_column, time_zone and mapping_table are the rekey's record (rekey_state_of). Reads
+-- nothing but the catalogs, and runs no table owner's code: rekey_batch_catalog keeps the answer
+-- for as long as no catalog changes.
+CREATE FUNCTION objectid_internal.rekey_batch_catalog_read(tbl regclass, time_column name, time_zone text,
+                                                           mapping_table oid, fire_triggers boolean)
+    RETURNS objectid_internal.rekey_batch_catalog
+    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $body$
+DECLARE
+    cols objectid_internal.rekey_column[] := ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c);
+    mapping text := objectid_internal.rekey_name(mapping_table);
+    d objectid_internal.rekey_batch_catalog;
+BEGIN
+    d.lock_statement := (SELECT 'LOCK TABLE ' || string_agg(objectid_internal.rekey_name(x.relid), ', ' ORDER BY x.relid)
+                                || ' IN ROW EXCLUSIVE MODE'
+                           FROM (SELECT DISTINCT c.relid::oid AS relid FROM unnest(cols) c
+                                 UNION SELECT mapping_table) x);
+    SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
+      INTO d.problems, d.code
+      FROM objectid_internal.rekey_problems(tbl, time_column, mapping, fire_triggers, cols) p;
+    SELECT string_agg(DISTINCT format('%I.%I', n.nspname, k.conname), ', ')
+      INTO d.deferrable_constraints
+      FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
+     WHERE k.condeferrable
+       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x)
+            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x));
+    IF d.problems IS NULL THEN
+        d.statements := objectid_internal.rekey_statements(tbl, time_column, time_zone, mapping, cols);
+    END IF;
+    RETURN d;
+END
+$body$;
+
+-- rekey_batch_catalog_read's answer, as text (the composite's text form), kept in the backend and
+-- read again only once a catalog may have changed: a relation-cache or catalog-cache
+-- invalidation processed since, for the same arguments, user and security context
+-- (src/rekey/rekey_batch_catalog.rs).
+CREATE FUNCTION objectid_internal.rekey_batch_catalog(tbl oid, time_column text, time_zone text,
+                                                      mapping_table oid, fire_triggers boolean)
+    RETURNS text
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+    AS 'MODULE_PATHNAME', 'rekey_batch_catalog_wrapper';
+
 -- One batch of the rekey of tbl, in the caller's transaction: locks the next batch_size
 -- version-4 keys in key order, maps each to a version-7 key carrying its row's creation time,
 -- rewrites the key and every column referencing it in one statement, and records the progress.
@@ -1587,13 +1649,10 @@ CREATE FUNCTION objectid_internal.rekey_batch(tbl regclass, batch_size integer, 
 DECLARE
     st objectid_internal.rekey_state;
     statements objectid_internal.rekey_batch_statements;
+    derived objectid_internal.rekey_batch_catalog;
+    again objectid_internal.rekey_batch_catalog;
     done record;
-    problems text[];
-    code text;
-    deferrable_constraints text;
     updated bigint;
-    -- Read once, under the locks taken below they cannot change before the rewrite.
-    cols objectid_internal.rekey_column[];
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -1613,37 +1672,33 @@ BEGIN
     END IF;
     -- Again for every batch: a table, trigger, rule or privilege may have changed since the start.
     -- The tables are locked first (ROW EXCLUSIVE, as the batch's own writes would), so that no
-    -- trigger, rule, constraint or column can be added between this check and the rewrite.
-    EXECUTE (SELECT 'LOCK TABLE ' || string_agg(objectid_internal.rekey_name(x.relid), ', ' ORDER BY x.relid)
-                    || ' IN ROW EXCLUSIVE MODE'
-               FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c
-                     UNION SELECT st.mapping_table) x);
-    -- Again now that they are locked: a foreign key added in between is followed too.
-    cols := ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c);
-    SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
-      INTO problems, code
-      FROM objectid_internal.rekey_problems(tbl, st.time_column, objectid_internal.rekey_name(st.mapping_table),
-                                            fire_triggers, cols) p;
-    IF cardinality(problems) > 0 THEN
-        RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
-            USING ERRCODE = code, DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
+    -- trigger, rule, constraint or column can be added between this check and the rewrite. What
+    -- the catalogs say is read again only when a catalog may have changed since it was last read
+    -- (rekey_batch_catalog); taking the locks processes every change committed before them.
+    derived := objectid_internal.rekey_batch_catalog(tbl::oid, st.time_column::text, st.time_zone, st.mapping_table,
+                                                     fire_triggers)::objectid_internal.rekey_batch_catalog;
+    EXECUTE derived.lock_statement;
+    -- Again now that they are locked: a foreign key added in between is followed too, its table
+    -- locked as well.
+    again := objectid_internal.rekey_batch_catalog(tbl::oid, st.time_column::text, st.time_zone, st.mapping_table,
+                                                   fire_triggers)::objectid_internal.rekey_batch_catalog;
+    IF again.lock_statement IS DISTINCT FROM derived.lock_statement THEN
+        EXECUTE again.lock_statement;
+    END IF;
+    derived := again;
+    IF cardinality(derived.problems) > 0 THEN
+        RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, derived.problems[1]
+            USING ERRCODE = derived.code, DETAIL = 'Every problem found: ' || array_to_string(derived.problems, '; ');
     END IF;
     -- A deferred trigger cannot be queued inside a security-restricted operation (it would run
     -- at COMMIT, as the caller: afterTriggerMarkEvents refuses it). The foreign keys' checks are
     -- right at the end of the rewrite, when parent and children agree again, so every deferrable
     -- constraint of the tables that change is made immediate for this transaction first, as the
     -- caller, which also runs any of their checks the transaction had queued.
-    SELECT string_agg(DISTINCT format('%I.%I', n.nspname, k.conname), ', ')
-      INTO deferrable_constraints
-      FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
-     WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x)
-            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x));
-    IF deferrable_constraints IS NOT NULL THEN
-        EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
+    IF derived.deferrable_constraints IS NOT NULL THEN
+        EXECUTE 'SET CONSTRAINTS ' || derived.deferrable_constraints || ' IMMEDIATE';
     END IF;
-    statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
-                                                     objectid_internal.rekey_name(st.mapping_table), cols);
+    statements := derived.statements;
     SELECT * INTO done
       FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.map_query,
                                                   statements.rewrite_query, statements.other_tables,

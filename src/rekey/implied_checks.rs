@@ -67,8 +67,21 @@ struct Armed {
     triggers: Vec<pg_sys::Oid>,
 }
 
+/// What `implied_checks` derived last, and from what: the same statements for the same table,
+/// user and security context get the same answer for as long as no catalog has changed
+/// (catalog_epoch.rs).
+struct Derived {
+    epoch: u64,
+    relid: pg_sys::Oid,
+    user: pg_sys::Oid,
+    context: c_int,
+    statements: [String; 3],
+    implied: Implied,
+}
+
 thread_local! {
     static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
+    static DERIVED: RefCell<Option<Derived>> = const { RefCell::new(None) };
 }
 
 pub(super) fn init() {
@@ -85,6 +98,7 @@ pub(super) fn init() {
 }
 
 /// The checks a batch's rewrite may leave out, and the set-based checks that replace them.
+#[derive(Clone)]
 pub(super) struct Implied {
     /// The triggers to leave out of the rewrite statement's executor.
     pub triggers: Vec<pg_sys::Oid>,
@@ -130,6 +144,48 @@ pub(super) fn implied_checks(
     if !IMPLIED_CHECKS.get() || one_snapshot {
         return none;
     }
+    let epoch = super::catalog_epoch::epoch();
+    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: reads backend-local state.
+    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
+    let statements = [window_query, map_query, rewrite_query];
+    let known = DERIVED.with(|d| {
+        d.borrow()
+            .as_ref()
+            .filter(|d| {
+                d.epoch == epoch
+                    && d.relid == relid
+                    && d.user == user
+                    && d.context == context
+                    && d.statements == statements
+            })
+            .map(|d| d.implied.clone())
+    });
+    if let Some(implied) = known {
+        return implied;
+    }
+    let implied = derive(relid, window_query, map_query, rewrite_query);
+    // Kept with the count read before deriving: an invalidation processed meanwhile makes the
+    // next call derive again.
+    DERIVED.with(|d| {
+        *d.borrow_mut() = Some(Derived {
+            epoch,
+            relid,
+            user,
+            context,
+            statements: statements.map(String::from),
+            implied: implied.clone(),
+        })
+    });
+    implied
+}
+
+/// What `implied_checks` answers, read from the catalogs and the rekey's trusted record.
+fn derive(relid: pg_sys::Oid, window_query: &str, map_query: &str, rewrite_query: &str) -> Implied {
+    let none = Implied {
+        triggers: Vec::new(),
+        verify: Vec::new(),
+    };
     // Statistics objects on expressions exist from 14 on.
     #[cfg(feature = "pg13")]
     let statistics_with_expressions = "false";

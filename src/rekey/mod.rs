@@ -8,13 +8,16 @@
 use pgrx::prelude::*;
 
 mod as_owner;
+mod catalog_epoch;
 mod implied_checks;
 mod leaf_density;
 mod rekey_batch_as_owner;
+mod rekey_batch_catalog;
 mod rekey_new_key;
 mod session_state;
 
 pub(crate) fn init() {
+    catalog_epoch::init();
     implied_checks::init();
 }
 
@@ -90,6 +93,9 @@ mod install {
         "../../sql/rekey/api/rekey_switch_default.sql" => "rekey_api_rekey_switch_default",
         "../../sql/rekey/internal/rekey_start.sql" => "rekey_internal_rekey_start",
         "../../sql/rekey/internal/rekey_counts_query.sql" => "rekey_internal_rekey_counts_query",
+        "../../sql/rekey/internal/rekey_batch_catalog_type.sql" => "rekey_internal_rekey_batch_catalog_type",
+        "../../sql/rekey/internal/rekey_batch_catalog_read.sql" => "rekey_internal_rekey_batch_catalog_read",
+        "../../sql/rekey/internal/rekey_batch_catalog.sql" => "rekey_internal_rekey_batch_catalog",
         "../../sql/rekey/internal/rekey_batch.sql" => "rekey_internal_rekey_batch",
         "../../sql/rekey/internal/rekey_run_end.sql" => "rekey_internal_rekey_run_end",
         "../../sql/rekey/api/rekey_run.sql" => "rekey_api_rekey_run",

@@ -36,6 +36,14 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "u",
         false,
     ),
+    ("objectid_internal.rekey_batch_catalog", "v", true, "u", false),
+    (
+        "objectid_internal.rekey_batch_catalog_read",
+        "v",
+        true,
+        "u",
+        false,
+    ),
     ("objectid_internal.rekey_batch_size", "i", false, "s", false),
     ("objectid_internal.rekey_can_commit", "v", true, "r", false),
     (

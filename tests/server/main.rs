@@ -21,6 +21,7 @@ mod operators;
 mod planner;
 mod rekey;
 mod rekey_attacks;
+mod rekey_catalog_changes;
 mod rekey_implied_checks;
 mod rekey_new_key;
 mod text_io;

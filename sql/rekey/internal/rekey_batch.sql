@@ -14,13 +14,10 @@ CREATE FUNCTION objectid_internal.rekey_batch(tbl regclass, batch_size integer, 
 DECLARE
     st objectid_internal.rekey_state;
     statements objectid_internal.rekey_batch_statements;
+    derived objectid_internal.rekey_batch_catalog;
+    again objectid_internal.rekey_batch_catalog;
     done record;
-    problems text[];
-    code text;
-    deferrable_constraints text;
     updated bigint;
-    -- Read once, under the locks taken below they cannot change before the rewrite.
-    cols objectid_internal.rekey_column[];
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -40,37 +37,33 @@ BEGIN
     END IF;
     -- Again for every batch: a table, trigger, rule or privilege may have changed since the start.
     -- The tables are locked first (ROW EXCLUSIVE, as the batch's own writes would), so that no
-    -- trigger, rule, constraint or column can be added between this check and the rewrite.
-    EXECUTE (SELECT 'LOCK TABLE ' || string_agg(objectid_internal.rekey_name(x.relid), ', ' ORDER BY x.relid)
-                    || ' IN ROW EXCLUSIVE MODE'
-               FROM (SELECT DISTINCT c.relid::oid AS relid FROM objectid_internal.rekey_columns(tbl) c
-                     UNION SELECT st.mapping_table) x);
-    -- Again now that they are locked: a foreign key added in between is followed too.
-    cols := ARRAY(SELECT c FROM objectid_internal.rekey_columns(tbl) c);
-    SELECT array_agg(p.problem), (array_agg(p.code ORDER BY p.code = '42501' DESC))[1]
-      INTO problems, code
-      FROM objectid_internal.rekey_problems(tbl, st.time_column, objectid_internal.rekey_name(st.mapping_table),
-                                            fire_triggers, cols) p;
-    IF cardinality(problems) > 0 THEN
-        RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, problems[1]
-            USING ERRCODE = code, DETAIL = 'Every problem found: ' || array_to_string(problems, '; ');
+    -- trigger, rule, constraint or column can be added between this check and the rewrite. What
+    -- the catalogs say is read again only when a catalog may have changed since it was last read
+    -- (rekey_batch_catalog); taking the locks processes every change committed before them.
+    derived := objectid_internal.rekey_batch_catalog(tbl::oid, st.time_column::text, st.time_zone, st.mapping_table,
+                                                     fire_triggers)::objectid_internal.rekey_batch_catalog;
+    EXECUTE derived.lock_statement;
+    -- Again now that they are locked: a foreign key added in between is followed too, its table
+    -- locked as well.
+    again := objectid_internal.rekey_batch_catalog(tbl::oid, st.time_column::text, st.time_zone, st.mapping_table,
+                                                   fire_triggers)::objectid_internal.rekey_batch_catalog;
+    IF again.lock_statement IS DISTINCT FROM derived.lock_statement THEN
+        EXECUTE again.lock_statement;
+    END IF;
+    derived := again;
+    IF cardinality(derived.problems) > 0 THEN
+        RAISE EXCEPTION 'cannot go on with the rekey of %: %', tbl, derived.problems[1]
+            USING ERRCODE = derived.code, DETAIL = 'Every problem found: ' || array_to_string(derived.problems, '; ');
     END IF;
     -- A deferred trigger cannot be queued inside a security-restricted operation (it would run
     -- at COMMIT, as the caller: afterTriggerMarkEvents refuses it). The foreign keys' checks are
     -- right at the end of the rewrite, when parent and children agree again, so every deferrable
     -- constraint of the tables that change is made immediate for this transaction first, as the
     -- caller, which also runs any of their checks the transaction had queued.
-    SELECT string_agg(DISTINCT format('%I.%I', n.nspname, k.conname), ', ')
-      INTO deferrable_constraints
-      FROM pg_constraint k JOIN pg_namespace n ON n.oid OPERATOR(pg_catalog.=) k.connamespace
-     WHERE k.condeferrable
-       AND (k.conrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x)
-            OR k.confrelid IN (SELECT x.relid::oid FROM objectid_internal.rekey_tables(cols) x));
-    IF deferrable_constraints IS NOT NULL THEN
-        EXECUTE 'SET CONSTRAINTS ' || deferrable_constraints || ' IMMEDIATE';
+    IF derived.deferrable_constraints IS NOT NULL THEN
+        EXECUTE 'SET CONSTRAINTS ' || derived.deferrable_constraints || ' IMMEDIATE';
     END IF;
-    statements := objectid_internal.rekey_statements(tbl, st.time_column, st.time_zone,
-                                                     objectid_internal.rekey_name(st.mapping_table), cols);
+    statements := derived.statements;
     SELECT * INTO done
       FROM objectid_internal.rekey_batch_as_owner(tbl::oid, statements.window_query, statements.map_query,
                                                   statements.rewrite_query, statements.other_tables,

@@ -1,0 +1,98 @@
+//! `objectid_internal.rekey_batch_catalog`: what a rekey batch derives from the system catalogs
+//! (`rekey_batch_catalog_read`: the tables to lock, the problems that stop it, its deferrable
+//! constraints and its statements), kept in the backend across batches until a catalog may have
+//! changed (catalog_epoch.rs). Read for every batch, it cost a 1,000-key batch about as much as
+//! rewriting 300 more keys.
+//!
+//! Nothing is kept that a caller supplies: the answer is always `rekey_batch_catalog_read`'s own,
+//! for exactly the arguments, user and security context it was read with, so a table owner's code
+//! that calls this inside a batch (in a security-restricted operation, as the owner) reads and
+//! keeps an answer of its own, which the batch never takes for its own.
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+
+use super::catalog_epoch;
+
+#[derive(PartialEq)]
+struct Key {
+    tbl: pg_sys::Oid,
+    time_column: String,
+    time_zone: String,
+    mapping_table: pg_sys::Oid,
+    fire_triggers: bool,
+    user: pg_sys::Oid,
+    context: c_int,
+}
+
+struct Kept {
+    epoch: u64,
+    key: Key,
+    catalog: Option<String>,
+}
+
+thread_local! {
+    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
+
+/// `rekey_batch_catalog_read(tbl, time_column, time_zone, mapping_table, fire_triggers)` as text:
+/// the one read last when no catalog invalidation has been processed since, for the same
+/// arguments, user and security context; read again otherwise.
+#[pg_extern(sql = false)]
+fn rekey_batch_catalog(
+    tbl: pg_sys::Oid,
+    time_column: &str,
+    time_zone: &str,
+    mapping_table: pg_sys::Oid,
+    fire_triggers: bool,
+) -> Option<String> {
+    let epoch = catalog_epoch::epoch();
+    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: reads backend-local state.
+    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
+    let key = Key {
+        tbl,
+        time_column: time_column.to_owned(),
+        time_zone: time_zone.to_owned(),
+        mapping_table,
+        fire_triggers,
+        user,
+        context,
+    };
+    let kept = KEPT.with(|k| {
+        k.borrow()
+            .as_ref()
+            .filter(|k| k.epoch == epoch && k.key == key)
+            .map(|k| k.catalog.clone())
+    });
+    if let Some(catalog) = kept {
+        return catalog;
+    }
+    // Forgotten first: should the read fail, nothing older stays.
+    KEPT.with(|k| k.borrow_mut().take());
+    let catalog = Spi::get_one_with_args::<String>(
+        "SELECT objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name, $3,
+                                                           $4, $5)::pg_catalog.text",
+        &[
+            DatumWithOid::from(tbl),
+            DatumWithOid::from(time_column),
+            DatumWithOid::from(time_zone),
+            DatumWithOid::from(mapping_table),
+            DatumWithOid::from(fire_triggers),
+        ],
+    )
+    .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"));
+    // Kept with the count read before reading: an invalidation processed meanwhile makes the
+    // next call read again.
+    KEPT.with(|k| {
+        *k.borrow_mut() = Some(Kept {
+            epoch,
+            key,
+            catalog: catalog.clone(),
+        })
+    });
+    catalog
+}
