@@ -36,7 +36,13 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "u",
         false,
     ),
-    ("objectid_internal.rekey_batch_catalog", "v", true, "u", false),
+    (
+        "objectid_internal.rekey_batch_catalog",
+        "v",
+        true,
+        "u",
+        false,
+    ),
     (
         "objectid_internal.rekey_batch_catalog_read",
         "v",

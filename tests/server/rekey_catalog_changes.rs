@@ -36,14 +36,16 @@ fn create(c: &mut Client) {
 }
 
 /// One batch of 20 keys, in the migrating session.
-const ONE_BATCH: &str = "CALL rekey_run('shop.customers', 'created_at', batch_size => 20, max_batches => 1)";
+const ONE_BATCH: &str =
+    "CALL rekey_run('shop.customers', 'created_at', batch_size => 20, max_batches => 1)";
 
 /// Runs the whole rekey in one CALL, pausing a second between batches of 20 keys, while another
 /// session makes `change` during the second batch or the pause after it. The CALL's result.
 fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
     let mut migrating = connect_to(db);
-    let running = thread::spawn(move || {
-        migrating
+    let running =
+        thread::spawn(move || {
+            migrating
             .batch_execute(
                 "CALL rekey_run('shop.customers', 'created_at', batch_size => 20, pause => '1 s')",
             )
@@ -51,15 +53,19 @@ fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
                 let db = e.as_db_error().unwrap_or_else(|| panic!("not a server error: {e}"));
                 (db.code().clone(), db.message().to_owned())
             })
-    });
+        });
     thread::sleep(Duration::from_millis(1500));
     connect_to(db).batch_execute(change).unwrap();
     running.join().unwrap()
 }
 
 fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
-    let e = c.batch_execute(sql).expect_err(&format!("{sql} should have failed"));
-    let db = e.as_db_error().unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
+    let e = c
+        .batch_execute(sql)
+        .expect_err(&format!("{sql} should have failed"));
+    let db = e
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
     (db.code().clone(), db.message().to_owned())
 }
 
@@ -67,7 +73,10 @@ fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
 /// (a table made since the start has no count to compare with: "changed").
 fn assert_done(c: &mut Client) {
     assert_eq!(
-        one_i64(c, "SELECT count(*) FROM shop.customers WHERE uuid_extract_version(id) <> 7"),
+        one_i64(
+            c,
+            "SELECT count(*) FROM shop.customers WHERE uuid_extract_version(id) <> 7"
+        ),
         0
     );
     assert_eq!(
@@ -107,10 +116,20 @@ fn a_rule_added_between_batches_stops_the_next() {
         "CREATE RULE orders_log AS ON UPDATE TO shop.orders DO ALSO NOTIFY orders_changed",
     )
     .expect_err("the batch after the rule came should have refused");
-    assert_eq!(state, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{message}");
+    assert_eq!(
+        state,
+        SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "{message}"
+    );
     assert!(message.contains("rule orders_log"), "{message}");
-    assert!(one_i64(&mut c, "SELECT keys_done FROM objectid_internal.rekey_state") >= 20);
-    c.batch_execute("DROP RULE orders_log ON shop.orders").unwrap();
+    assert!(
+        one_i64(
+            &mut c,
+            "SELECT keys_done FROM objectid_internal.rekey_state"
+        ) >= 20
+    );
+    c.batch_execute("DROP RULE orders_log ON shop.orders")
+        .unwrap();
     c.batch_execute("CALL rekey_run('shop.customers', 'created_at', batch_size => 20)")
         .unwrap();
     assert_done(&mut c);
@@ -135,7 +154,10 @@ fn a_privilege_revoked_between_batches_stops_the_next() {
     )
     .expect_err("the batch after the REVOKE should have refused");
     assert_eq!(state, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
-    assert!(message.starts_with("cannot go on with the rekey"), "{message}");
+    assert!(
+        message.starts_with("cannot go on with the rekey"),
+        "{message}"
+    );
     c.batch_execute("GRANT UPDATE ON shop.orders TO t_rekey_cc_owner")
         .unwrap();
     c.batch_execute("CALL rekey_run('shop.customers', 'created_at', batch_size => 20)")
