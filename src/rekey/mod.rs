@@ -3,7 +3,8 @@
 //! that commits, which only PL/pgSQL can be. What SQL cannot do is done here: tell whether that
 //! procedure may commit at all, run the owner's code in a security-restricted operation
 //! (`as_owner`, with `session_state` what it checks around it and `rekey_batch_as_owner` a batch
-//! of several owners' statements), and call pgstattuple by OID (`leaf_density`).
+//! of several owners' statements), keep what a batch reads from the catalogs until a catalog
+//! changes (`catalog_epoch`, `rekey_batch_catalog`), and call pgstattuple by OID (`leaf_density`).
 
 use pgrx::prelude::*;
 
