@@ -1662,6 +1662,8 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     PERFORM FROM objectid_internal.rekey_state s WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid FOR UPDATE;
+    -- Read for every batch: the record is a table's rows, and the mapping table's comment (which
+    -- rekey_state_of checks) changes without the invalidation that rekey_batch_catalog waits for.
     st := objectid_internal.rekey_state_of(tbl);
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % has been started', tbl

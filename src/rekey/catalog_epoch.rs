@@ -4,8 +4,8 @@
 //! once per batch: on a 1,000-key batch that work cost about as much as the rewrite of 400 keys.
 //!
 //! PostgreSQL keeps its own caches of the catalogs (the relation cache, the catalog caches, the
-//! plan cache) correct the same way: every change to a catalog row queues an invalidation that
-//! every backend processes before it next relies on what it cached (at the start of each
+//! plan cache) correct the same way: a change to a catalog row queues an invalidation that every
+//! backend processes before it next relies on what it cached (at the start of each
 //! transaction, when it takes a lock on a relation it did not hold, and in the changing
 //! transaction itself at each command, or at its abort), and `inval.c` calls the callbacks
 //! registered here as it does. A relation-cache invalidation is queued for any change to a
@@ -16,6 +16,11 @@
 //! operator classes and access methods. A reset of the whole queue (`InvalidateSystemCaches`)
 //! calls every callback. Every invalidation counts, whatever it names: the count can only say
 //! "maybe changed", which costs one derivation more, never one less.
+//!
+//! Not every catalog change queues one a callback sees: comments, dependencies, security labels
+//! and per-role settings only invalidate catalog snapshots (`RelationInvalidatesSnapshotsOnly` in
+//! syscache.c). What a batch reads of those is read for every batch, not kept: the mapping table's
+//! comment, which says which table it maps, is checked by `rekey_state_of` each time.
 
 use pgrx::pg_sys;
 

@@ -69,7 +69,10 @@ struct Armed {
 
 /// What `implied_checks` derived last, and from what: the same statements for the same table,
 /// user and security context get the same answer for as long as no catalog has changed
-/// (catalog_epoch.rs).
+/// (catalog_epoch.rs). The rekey's record can change without an invalidation (it is a table's
+/// rows), but an answer kept stays true: it says that these very statements are ones the toolkit
+/// wrote for this table, and what they rely on (the tables, foreign keys and mapping table the
+/// catalogs describe) has not changed.
 struct Derived {
     epoch: u64,
     relid: pg_sys::Oid,
@@ -192,8 +195,7 @@ fn derive(relid: pg_sys::Oid, window_query: &str, map_query: &str, rewrite_query
     #[cfg(not(feature = "pg13"))]
     let statistics_with_expressions = "EXISTS (SELECT FROM pg_catalog.pg_statistic_ext e
                                                 WHERE e.stxrelid OPERATOR(pg_catalog.=) x.relid AND e.stxexprs IS NOT NULL)";
-    let (triggers, verify) = Spi::get_two_with_args::<Vec<pg_sys::Oid>, Vec<String>>(
-        &format!("WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
+    let query = format!("WITH RECURSIVE st AS (SELECT s.* FROM objectid_internal.rekey_state_of($1::pg_catalog.regclass) s
                                 WHERE s.relid IS NOT NULL AND s.finished_at IS NULL),
               cols AS MATERIALIZED (SELECT ARRAY(SELECT c FROM objectid_internal.rekey_columns($1::pg_catalog.regclass) c) AS a),
               statements AS (SELECT objectid_internal.rekey_statements($1::pg_catalog.regclass, st.time_column, st.time_zone,
@@ -276,20 +278,27 @@ fn derive(relid: pg_sys::Oid, window_query: &str, map_query: &str, rewrite_query
                                                            AND (pt.partexprs IS NOT NULL
                                                                 OR EXISTS (SELECT FROM pg_catalog.unnest(pt.partclass) o
                                                                             WHERE o OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid))))), '{{}}')
-           FROM allowed"),
-        &[
-            relid.into(),
-            window_query.into(),
-            map_query.into(),
-            rewrite_query.into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_CHECK_UPD).into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_NOACTION_UPD).into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_RESTRICT_UPD).into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_CASCADE_UPD).into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETNULL_UPD).into(),
-            pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETDEFAULT_UPD).into(),
-        ],
-    )
+           FROM allowed");
+    let args = [
+        relid.into(),
+        window_query.into(),
+        map_query.into(),
+        rewrite_query.into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_CHECK_UPD).into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_NOACTION_UPD).into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_RESTRICT_UPD).into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_CASCADE_UPD).into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETNULL_UPD).into(),
+        pg_sys::Oid::from(pg_sys::F_RI_FKEY_SETDEFAULT_UPD).into(),
+    ];
+    // Read with a snapshot of its own (not the calling statement's), taken after implied_checks
+    // read the invalidation count: whatever was committed before that count was read is seen,
+    // and whatever is committed after it is counted before the answer is used again.
+    let (triggers, verify) = Spi::connect_mut(|client| {
+        client
+            .update(&query, None, &args)
+            .and_then(|t| t.first().get_two::<Vec<pg_sys::Oid>, Vec<String>>())
+    })
     .unwrap_or_else(|e| match e {
         // No row: the statements are not the toolkit's, or a table has code of its own.
         pgrx::spi::SpiError::InvalidPosition => (None, None),

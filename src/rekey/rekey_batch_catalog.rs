@@ -73,17 +73,25 @@ fn rekey_batch_catalog(
     }
     // Forgotten first: should the read fail, nothing older stays.
     KEPT.with(|k| k.borrow_mut().take());
-    let catalog = Spi::get_one_with_args::<String>(
-        "SELECT objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name, $3,
-                                                           $4, $5)::pg_catalog.text",
-        &[
-            DatumWithOid::from(tbl),
-            DatumWithOid::from(time_column),
-            DatumWithOid::from(time_zone),
-            DatumWithOid::from(mapping_table),
-            DatumWithOid::from(fire_triggers),
-        ],
-    )
+    // Read with a snapshot of its own (not the calling statement's), taken after the count was
+    // read: whatever was committed before the count was read is seen, and whatever is committed
+    // after it is counted before the answer is used again.
+    let catalog = Spi::connect_mut(|client| {
+        client
+            .update(
+                "SELECT objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name,
+                                                                   $3, $4, $5)::pg_catalog.text",
+                None,
+                &[
+                    DatumWithOid::from(tbl),
+                    DatumWithOid::from(time_column),
+                    DatumWithOid::from(time_zone),
+                    DatumWithOid::from(mapping_table),
+                    DatumWithOid::from(fire_triggers),
+                ],
+            )
+            .and_then(|t| t.first().get_one::<String>())
+    })
     .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"));
     // Kept with the count read before reading: an invalidation processed meanwhile makes the
     // next call read again.
