@@ -184,3 +184,17 @@ pub fn wait_until_waiting_for_a_lock(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The SQLSTATE of the error `sql` fails with, and its message and detail as "message | detail".
+pub fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
+    let e = c
+        .batch_execute(sql)
+        .expect_err(&format!("{sql} should have failed"));
+    let db = e
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
+    (
+        db.code().clone(),
+        format!("{} | {}", db.message(), db.detail().unwrap_or("")),
+    )
+}

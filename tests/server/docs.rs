@@ -96,7 +96,7 @@ impl Directive {
                 .parse()
                 .map_err(|_| format!("not a major version: {n:?}"))?;
             // A condition no supported version meets would skip the block everywhere, silently.
-            if !SUPPORTED.any(|v| version_holds(op, n, v)) {
+            if !SUPPORTED.clone().any(|v| version_holds(op, n, v)) {
                 return Err(format!(
                     "`version {op} {n}` holds for none of PostgreSQL {}-{}",
                     SUPPORTED.start(),

@@ -106,18 +106,6 @@ fn counts(c: &mut Client) -> Vec<i64> {
 }
 
 /// Runs `sql` and returns the error's SQLSTATE, message and detail.
-fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
-    let e = c
-        .batch_execute(sql)
-        .expect_err(&format!("{sql} should have failed"));
-    let db = e
-        .as_db_error()
-        .unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
-    (
-        db.code().clone(),
-        format!("{} | {}", db.message(), db.detail().unwrap_or("")),
-    )
-}
 
 fn verify_statuses(c: &mut Client, table: &str) -> Vec<(String, String, String)> {
     c.query(

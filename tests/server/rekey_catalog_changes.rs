@@ -59,16 +59,6 @@ fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
     running.join().unwrap()
 }
 
-fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
-    let e = c
-        .batch_execute(sql)
-        .expect_err(&format!("{sql} should have failed"));
-    let db = e
-        .as_db_error()
-        .unwrap_or_else(|| panic!("{sql}: not a server error: {e}"));
-    (db.code().clone(), db.message().to_owned())
-}
-
 /// Every key is a version 7, every reference follows it, and rekey_verify finds nothing wrong
 /// (a table made since the start has no count to compare with: "changed").
 fn assert_done(c: &mut Client) {
