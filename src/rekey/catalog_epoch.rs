@@ -24,6 +24,29 @@
 
 use pgrx::pg_sys;
 
+/// inval.h's registration functions and their callbacks' types, which pgrx binds from 14 on only
+/// (its bindings for 13 do not include inval.h): declared here as inval.h declares them, the same
+/// in 13 to 18.
+#[cfg(feature = "pg13")]
+mod inval {
+    use pgrx::pg_sys::{Datum, Oid};
+    use std::ffi::c_int;
+
+    pub type SyscacheCallbackFunction = Option<unsafe extern "C-unwind" fn(Datum, c_int, u32)>;
+    pub type RelcacheCallbackFunction = Option<unsafe extern "C-unwind" fn(Datum, Oid)>;
+
+    unsafe extern "C-unwind" {
+        pub fn CacheRegisterSyscacheCallback(
+            cacheid: c_int,
+            func: SyscacheCallbackFunction,
+            arg: Datum,
+        );
+        pub fn CacheRegisterRelcacheCallback(func: RelcacheCallbackFunction, arg: Datum);
+    }
+}
+#[cfg(not(feature = "pg13"))]
+use pgrx::pg_sys as inval;
+
 /// Backend-local; read and counted up only by this backend's own thread.
 static mut EPOCH: u64 = 0;
 
@@ -59,15 +82,18 @@ unsafe extern "C-unwind" fn catalog_changed(_arg: pg_sys::Datum, _cache: i32, _h
 pub(super) fn init() {
     // SAFETY: the documented registration, at library load; the callbacks stay valid as long as
     // the library, which PostgreSQL never unloads.
+    // (Out of slots, registering ends the backend with FATAL, which unwinds nothing.)
     unsafe {
-        pg_sys::CacheRegisterRelcacheCallback(Some(relation_changed), pg_sys::Datum::from(0));
-        for cache in CACHES {
-            pg_sys::CacheRegisterSyscacheCallback(
-                cache as i32,
-                Some(catalog_changed),
-                pg_sys::Datum::from(0),
-            );
-        }
+        pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
+            inval::CacheRegisterRelcacheCallback(Some(relation_changed), pg_sys::Datum::from(0));
+            for cache in CACHES {
+                inval::CacheRegisterSyscacheCallback(
+                    cache as i32,
+                    Some(catalog_changed),
+                    pg_sys::Datum::from(0),
+                );
+            }
+        })
     }
 }
 
