@@ -97,9 +97,53 @@ pub(super) fn init() {
     }
 }
 
-/// The count now: a derivation made when it was `e` still holds while `epoch()` is `e`, for the
-/// same inputs, user and security context.
-pub(super) fn epoch() -> u64 {
+/// An answer read from the catalogs, with what it was read for and when.
+pub(super) struct Kept<K, V> {
+    epoch: u64,
+    user: pg_sys::Oid,
+    context: std::ffi::c_int,
+    key: K,
+    value: V,
+}
+
+/// A backend's one kept answer of a kind.
+pub(super) type Slot<K, V> = std::thread::LocalKey<std::cell::RefCell<Option<Kept<K, V>>>>;
+
+/// `read()`'s answer for `key`: the one kept in `slot`, when it was read for the same key, user
+/// and security context and no invalidation has been processed since; otherwise read now and kept.
+/// The count is taken before reading, so an invalidation processed while reading makes the next
+/// call read again; nothing older stays kept should the read fail. `read` must see every change
+/// committed before it is called (a snapshot of its own), and its answer must depend on nothing
+/// but the catalogs, `key`, the user and the security context.
+pub(super) fn kept<K: PartialEq, V: Clone>(
+    slot: &'static Slot<K, V>,
+    key: K,
+    read: impl FnOnce() -> V,
+) -> V {
     // SAFETY: backend-local.
-    unsafe { EPOCH }
+    let epoch = unsafe { EPOCH };
+    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: reads backend-local state.
+    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
+    let known = slot.with(|k| {
+        k.borrow()
+            .as_ref()
+            .filter(|k| k.epoch == epoch && k.user == user && k.context == context && k.key == key)
+            .map(|k| k.value.clone())
+    });
+    if let Some(value) = known {
+        return value;
+    }
+    slot.with(|k| k.borrow_mut().take());
+    let value = read();
+    slot.with(|k| {
+        *k.borrow_mut() = Some(Kept {
+            epoch,
+            user,
+            context,
+            key,
+            value: value.clone(),
+        })
+    });
+    value
 }

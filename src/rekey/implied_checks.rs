@@ -67,20 +67,12 @@ struct Armed {
     triggers: Vec<pg_sys::Oid>,
 }
 
-/// What `implied_checks` derived last, and from what: the same statements for the same table,
-/// user and security context get the same answer for as long as no catalog has changed
-/// (catalog_epoch.rs). The rekey's record can change without an invalidation (it is a table's
-/// rows), but an answer kept stays true: it says that these very statements are ones the toolkit
-/// wrote for this table, and what they rely on (the tables, foreign keys and mapping table the
-/// catalogs describe) has not changed.
-struct Derived {
-    epoch: u64,
-    relid: pg_sys::Oid,
-    user: pg_sys::Oid,
-    context: c_int,
-    statements: [String; 3],
-    implied: Implied,
-}
+/// What `implied_checks` read last (catalog_epoch.rs), for a table and its three statements.
+/// The rekey's record can change without an invalidation (it is a table's rows), but an answer
+/// kept stays true: it says that these very statements are ones the toolkit wrote for this table,
+/// and what they rely on (the tables, foreign keys and mapping table the catalogs describe) has
+/// not changed.
+type Derived = super::catalog_epoch::Kept<(pg_sys::Oid, [String; 3]), Implied>;
 
 thread_local! {
     static ARMED: RefCell<Option<Armed>> = const { RefCell::new(None) };
@@ -147,40 +139,14 @@ pub(super) fn implied_checks(
     if !IMPLIED_CHECKS.get() || one_snapshot {
         return none;
     }
-    let epoch = super::catalog_epoch::epoch();
-    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
-    // SAFETY: reads backend-local state.
-    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
-    let statements = [window_query, map_query, rewrite_query];
-    let known = DERIVED.with(|d| {
-        d.borrow()
-            .as_ref()
-            .filter(|d| {
-                d.epoch == epoch
-                    && d.relid == relid
-                    && d.user == user
-                    && d.context == context
-                    && d.statements == statements
-            })
-            .map(|d| d.implied.clone())
-    });
-    if let Some(implied) = known {
-        return implied;
-    }
-    let implied = derive(relid, window_query, map_query, rewrite_query);
-    // Kept with the count read before deriving: an invalidation processed meanwhile makes the
-    // next call derive again.
-    DERIVED.with(|d| {
-        *d.borrow_mut() = Some(Derived {
-            epoch,
+    super::catalog_epoch::kept(
+        &DERIVED,
+        (
             relid,
-            user,
-            context,
-            statements: statements.map(String::from),
-            implied: implied.clone(),
-        })
-    });
-    implied
+            [window_query, map_query, rewrite_query].map(String::from),
+        ),
+        || derive(relid, window_query, map_query, rewrite_query),
+    )
 }
 
 /// What `implied_checks` answers, read from the catalogs and the rekey's trusted record.

@@ -10,7 +10,6 @@
 //! keeps an answer of its own, which the batch never takes for its own.
 
 use std::cell::RefCell;
-use std::ffi::c_int;
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -24,18 +23,10 @@ struct Key {
     time_zone: String,
     mapping_table: pg_sys::Oid,
     fire_triggers: bool,
-    user: pg_sys::Oid,
-    context: c_int,
-}
-
-struct Kept {
-    epoch: u64,
-    key: Key,
-    catalog: Option<String>,
 }
 
 thread_local! {
-    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+    static KEPT: RefCell<Option<catalog_epoch::Kept<Key, Option<String>>>> = const { RefCell::new(None) };
 }
 
 /// `rekey_batch_catalog_read(tbl, time_column, time_zone, mapping_table, fire_triggers)` as text:
@@ -49,34 +40,30 @@ fn rekey_batch_catalog(
     mapping_table: pg_sys::Oid,
     fire_triggers: bool,
 ) -> Option<String> {
-    let epoch = catalog_epoch::epoch();
-    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
-    // SAFETY: reads backend-local state.
-    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
     let key = Key {
         tbl,
         time_column: time_column.to_owned(),
         time_zone: time_zone.to_owned(),
         mapping_table,
         fire_triggers,
-        user,
-        context,
     };
-    let kept = KEPT.with(|k| {
-        k.borrow()
-            .as_ref()
-            .filter(|k| k.epoch == epoch && k.key == key)
-            .map(|k| k.catalog.clone())
-    });
-    if let Some(catalog) = kept {
-        return catalog;
-    }
-    // Forgotten first: should the read fail, nothing older stays.
-    KEPT.with(|k| k.borrow_mut().take());
+    catalog_epoch::kept(&KEPT, key, || {
+        read(tbl, time_column, time_zone, mapping_table, fire_triggers)
+    })
+}
+
+/// `rekey_batch_catalog_read`'s answer now, as text.
+fn read(
+    tbl: pg_sys::Oid,
+    time_column: &str,
+    time_zone: &str,
+    mapping_table: pg_sys::Oid,
+    fire_triggers: bool,
+) -> Option<String> {
     // Read with a snapshot of its own (not the calling statement's), taken after the count was
     // read: whatever was committed before the count was read is seen, and whatever is committed
     // after it is counted before the answer is used again.
-    let catalog = Spi::connect_mut(|client| {
+    Spi::connect_mut(|client| {
         client
             .update(
                 "SELECT objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name,
@@ -92,15 +79,5 @@ fn rekey_batch_catalog(
             )
             .and_then(|t| t.first().get_one::<String>())
     })
-    .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"));
-    // Kept with the count read before reading: an invalidation processed meanwhile makes the
-    // next call read again.
-    KEPT.with(|k| {
-        *k.borrow_mut() = Some(Kept {
-            epoch,
-            key,
-            catalog: catalog.clone(),
-        })
-    });
-    catalog
+    .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"))
 }
