@@ -237,3 +237,93 @@ fn a_function_replaced_between_batches_is_seen() {
         .unwrap();
     assert_done(&mut c);
 }
+
+/// `objectid_internal.rekey_batch_catalog` called directly reads what the catalogs say, as the
+/// caller: the problems with their SQLSTATE, and NULL where there is nothing to read (a table that
+/// does not exist, a NULL argument).
+#[test]
+fn direct_calls_read_what_the_catalogs_say() {
+    let mut c = fresh_db("t_rekey_cc_direct");
+    c.batch_execute("CREATE TABLE t (id uuid PRIMARY KEY, at timestamptz)")
+        .unwrap();
+    let read = |c: &mut Client, args: &str| -> Option<String> {
+        c.query_one(
+            &format!("SELECT objectid_internal.rekey_batch_catalog({args})"),
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let got = read(&mut c, "'t'::regclass, 'nope', 'UTC', 't'::regclass, false").unwrap();
+    assert!(
+        got.starts_with("(\"LOCK TABLE public.t IN ROW EXCLUSIVE MODE\","),
+        "{got}"
+    );
+    assert!(
+        got.contains("nope") && got.contains("does not exist in public.t"),
+        "{got}"
+    );
+    assert!(
+        got.contains("public.t exists and is not a rekey mapping table"),
+        "{got}"
+    );
+    assert!(got.ends_with(",55000,,)"), "{got}");
+    // Asked again with nothing changed: the same answer, kept.
+    assert_eq!(
+        read(&mut c, "'t'::regclass, 'nope', 'UTC', 't'::regclass, false"),
+        Some(got)
+    );
+    assert_eq!(read(&mut c, "0, 'at', 'UTC', 0, false"), None);
+    assert_eq!(read(&mut c, "NULL, 'at', 'UTC', 0, false"), None);
+}
+
+/// A table owner's code that calls the function inside a batch (as the owner, in a
+/// security-restricted operation) keeps an answer of its own: the superuser's batches still see a
+/// rule another session adds, and the owner gains nothing.
+#[test]
+fn an_owner_reading_the_kept_answer_inside_a_batch_changes_nothing() {
+    let mut c = fresh_db("t_rekey_cc_poison");
+    create(&mut c);
+    c.batch_execute(
+        "DROP ROLE IF EXISTS t_rekey_cc_peeker; CREATE ROLE t_rekey_cc_peeker;
+         ALTER SCHEMA shop OWNER TO t_rekey_cc_peeker;
+         ALTER TABLE shop.customers OWNER TO t_rekey_cc_peeker;
+         ALTER TABLE shop.orders OWNER TO t_rekey_cc_peeker;
+         SET ROLE t_rekey_cc_peeker;
+         CREATE FUNCTION shop.peek(uuid) RETURNS boolean LANGUAGE plpgsql AS $$
+         BEGIN
+             PERFORM objectid_internal.rekey_batch_catalog(s.relid, s.time_column::text, s.time_zone,
+                                                           s.mapping_table, false)
+                FROM objectid_internal.rekey_state s;
+             RETURN true;
+         END $$;
+         ALTER TABLE shop.orders ADD CONSTRAINT orders_peek CHECK (shop.peek(customer_id));
+         RESET ROLE",
+    )
+    .unwrap();
+    let (state, message) = run_through(
+        "t_rekey_cc_poison",
+        "CREATE RULE orders_log AS ON UPDATE TO shop.orders DO ALSO NOTIFY orders_changed",
+    )
+    .expect_err("the batch after the rule came should have refused");
+    assert_eq!(
+        state,
+        SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "{message}"
+    );
+    assert!(message.contains("rule orders_log"), "{message}");
+    c.batch_execute("DROP RULE orders_log ON shop.orders")
+        .unwrap();
+    c.batch_execute("CALL rekey_run('shop.customers', 'created_at', batch_size => 20)")
+        .unwrap();
+    assert_done(&mut c);
+    assert!(!one_bool(
+        &mut c,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 't_rekey_cc_peeker'"
+    ));
+    c.batch_execute(
+        "SELECT rekey_forget('shop.customers');
+         DROP SCHEMA shop CASCADE; DROP ROLE t_rekey_cc_peeker",
+    )
+    .unwrap();
+}
