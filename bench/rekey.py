@@ -6,7 +6,12 @@ same copy, side by side in one run:
                    batch, the foreign keys NO ACTION (which the naive update cannot run on);
   toolkit_cascade  the same on the naive update's schema (the first batch size only);
   naive            one UPDATE parent SET id = uuidv7_at(created_at), every foreign key ON UPDATE
-                   CASCADE.
+                   CASCADE;
+  bare             the toolkit's batches (the next keys in key order, one transaction each) as a
+                   plain PL/pgSQL loop without foreign keys, a mapping table or any check: lock the
+                   batch's parent rows, rewrite each referencing column, then the key. At each
+                   fixed batch size, for what batching itself costs: a smaller batch revisits more
+                   often the pages an earlier one left dead row versions on.
 
 The shapes (--shapes): one_column, a child of three rows per parent (the default); self_reference,
 the parent referencing another parent row; two_foreign_keys, a child with two foreign keys to the
@@ -22,6 +27,7 @@ longest wait another session sees: a probe updates a random parent row and a ran
 import argparse
 import json
 import random
+import re
 import statistics
 import threading
 import time
@@ -186,6 +192,37 @@ def build(c, parents, shape):
     c.execute("VACUUM ANALYZE")
 
 
+def bare_procedure(shape):
+    """The bare loop of a shape: its referencing columns, from its foreign keys, rewritten one
+    statement each before the key (the self-reference's parent rows are then updated twice)."""
+    rewrites = []
+    for fk in SHAPES[shape]["foreign_keys"]:
+        m = re.fullmatch(r"ALTER TABLE (\w+) ADD FOREIGN KEY \((\w+)\) REFERENCES parent \{action\}", fk)
+        table, column = m.groups()
+        rewrites.append(f"UPDATE {table} SET {column} = m.new FROM unnest(olds, news) m(old, new) "
+                        f"WHERE {column} = m.old;")
+    return f"""
+        CREATE PROCEDURE bare_rekey(batch_size integer) LANGUAGE plpgsql AS $$
+        DECLARE
+            high_water uuid := '00000000-0000-0000-0000-000000000000';
+            olds uuid[];
+            news uuid[];
+        BEGIN
+            LOOP
+                SELECT array_agg(w.id ORDER BY w.id), array_agg(uuidv7_at(w.created_at) ORDER BY w.id)
+                  INTO olds, news
+                  FROM (SELECT id, created_at FROM parent
+                         WHERE id > high_water AND uuid_extract_version(id) = 4
+                         ORDER BY id LIMIT batch_size FOR UPDATE) w;
+                EXIT WHEN olds IS NULL;
+                {" ".join(rewrites)}
+                UPDATE parent SET id = m.new FROM unnest(olds, news) m(old, new) WHERE id = m.old;
+                high_water := olds[array_length(olds, 1)];
+                COMMIT;
+            END LOOP;
+        END $$"""
+
+
 def densities(c, shape):
     result = {"parent_pkey": density(c, "parent_pkey"), "parent_pkey_bytes": size(c, "parent_pkey")}
     index = SHAPES[shape]["child_index"]
@@ -197,8 +234,11 @@ def densities(c, shape):
 def measure(dsn, db, method, parents, batch_size, shape, cascade):
     c = connect(dsn, db)
     action = "ON UPDATE CASCADE" if cascade else ""
-    for fk in SHAPES[shape]["foreign_keys"]:
-        c.execute(fk.format(action=action))
+    if method == "bare":
+        c.execute(bare_procedure(shape))
+    else:
+        for fk in SHAPES[shape]["foreign_keys"]:
+            c.execute(fk.format(action=action))
     c.execute("CHECKPOINT")
     result = {"before": densities(c, shape)}
     probe = Probe(dsn, db, parents, shape != "self_reference")
@@ -208,6 +248,9 @@ def measure(dsn, db, method, parents, batch_size, shape, cascade):
     if method == "naive":
         c.execute("ALTER TABLE parent ALTER COLUMN id SET DEFAULT uuidv7()")
         c.execute("UPDATE parent SET id = uuidv7_at(created_at)")
+    elif method == "bare":
+        c.execute("ALTER TABLE parent ALTER COLUMN id SET DEFAULT uuidv7()")
+        c.execute(f"CALL bare_rekey({batch_size})")
     else:
         c.execute("SELECT rekey_switch_default('parent')")
         # "default": no batch_size, so rekey_run sizes each batch by the time the last one took.
@@ -268,10 +311,12 @@ def main():
         with connect(a.dsn, "rekey_src") as c:
             build(c, a.parents, shape)
         # The toolkit with NO ACTION foreign keys at each batch size, the toolkit on the naive
-        # update's schema (ON UPDATE CASCADE) at the first, and the naive update.
+        # update's schema (ON UPDATE CASCADE) at the first, the naive update, and the bare loop at
+        # each fixed batch size.
         methods = ([(f"toolkit_{b}", "toolkit", b, False) for b in batch_sizes]
                    + [(f"toolkit_cascade_{batch_sizes[0]}", "toolkit", batch_sizes[0], True),
-                      ("naive", "naive", None, True)])
+                      ("naive", "naive", None, True)]
+                   + [(f"bare_{b}", "bare", b, False) for b in batch_sizes if b != "default"])
         runs = {name: [] for name, _, _, _ in methods}
         for rep in range(a.reps):
             for name, method, batch, cascade in methods:

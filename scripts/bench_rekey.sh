@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The rekey benchmark (a command, not a test): the toolkit's CALL rekey_run against one naive
-# UPDATE with ON UPDATE CASCADE, on a parent of 2 million rows and the rows referencing it, in
-# each schema shape asked for, from the same copy (bench/rekey.py says what is measured). Writes
+# UPDATE with ON UPDATE CASCADE, and against a bare PL/pgSQL loop of the same batches (what batching
+# itself costs), on a parent of 2 million rows and the rows referencing it, in each schema shape
+# asked for, from the same copy (bench/rekey.py says what is measured). Writes
 # docs/bench-rekey.json (or --json) and prints the medians; docs/migration.md reports them.
 #
 #   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N[,N...]] [--shapes S[,S...]] [--pg VERSION]
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
         --shapes) shapes=$2 ;;
         --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
