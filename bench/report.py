@@ -451,6 +451,7 @@ class Report:
                "parent, a child whose primary key includes the reference, a child partitioned by time.", "")
         rows = []
         ratios, same, flat, waits, grows, bare_flat = {}, {}, {}, {}, {}, {}
+        own, at_largest = [], []
         for shape, d in r["shapes"].items():
             s = d["summary"]
             t, n = s[f"toolkit_{first}"], s["naive"]
@@ -464,6 +465,11 @@ class Report:
             grows[shape] = per[sizes.index(max(sizes))] / per[sizes.index(min(sizes))]
             if len(bare) == len(sizes):
                 bare_flat[shape] = max(bare) / min(bare)
+                # What a batch of the smallest size takes beyond the bare loop's, in ms; and at the
+                # largest size the toolkit's time per key against the bare loop's.
+                small, large = sizes.index(min(sizes)), sizes.index(max(sizes))
+                own.append((per[small] - bare[small]) * min(sizes))
+                at_largest.append(per[large] / bare[large])
             waits[shape] = t["longest_probe_wait_s"]
             rows.append([shape.replace("_", " "), f"{tc['keys_per_second']:,.0f}", f"{n['keys_per_second']:,.0f}",
                          f"**{s['throughput_ratio_same_schema']:.2f}**", f"{t['keys_per_second']:,.0f}",
@@ -504,18 +510,6 @@ class Report:
                f"- longest wait of a concurrent writer ≤ 1 s: longest {waits[worst_wait]:.2f} s "
                f"({worst_wait.replace('_', ' ')}) — **{'met' if waits[worst_wait] <= 1 else 'not met'}**", "")
         smallest = min(sizes)
-        # A batch's fixed cost F from the time per key T(b) = a + F / b at the smallest and largest
-        # sizes, for the toolkit less the bare loop's: what the toolkit adds per batch.
-        # What a batch of the smallest size takes beyond the bare loop's, in ms; and at the largest
-        # size the toolkit's time per key against the bare loop's.
-        own, at_largest = [], []
-        for d in r["shapes"].values():
-            s = d["summary"]
-            if f"bare_{smallest}" in s:
-                own.append((s[f"toolkit_{smallest}"]["seconds_per_1000_keys"]
-                            - s[f"bare_{smallest}"]["seconds_per_1000_keys"]) * smallest)
-                at_largest.append(s[f"toolkit_{max(sizes)}"]["seconds_per_1000_keys"]
-                                  / s[f"bare_{max(sizes)}"]["seconds_per_1000_keys"])
         own_high = max(own) if own else 0
         low10, high10 = (min(at_largest), max(at_largest)) if at_largest else (0, 0)
         small_wait = max(d["summary"][f"toolkit_{smallest}"]["longest_probe_wait_s"] for d in r["shapes"].values())
