@@ -216,7 +216,9 @@ pub(super) unsafe fn set_at_this_level(name: &str, value: &str) {
 
 /// Runs `query` with `args` through SPI, the way PostgreSQL's foreign-key triggers run theirs
 /// (`ri_PerformCheck` in ri_triggers.c, with `SPI_execute_snapshot`), and gives `read` the rows
-/// it processed and the first column of its first row, if any, before SPI frees them:
+/// it processed and the first column of its first row (its value, whether it is NULL, and its
+/// type), if any, before SPI frees them. `query` must be a single command: SPI would run each of
+/// several and show only the last one's rows, whatever the caller wrapped around the first.
 /// - `read_only`: a read, under exactly the snapshot of the statement that called (as
 ///   `SPI_execute_snapshot` does with a snapshot and read_only), refused if it writes; several
 ///   reads made by one statement therefore see the database in one state;
@@ -230,7 +232,7 @@ pub(super) fn execute<T>(
     args: &[DatumWithOid],
     read_only: bool,
     fire_triggers: bool,
-    read: impl FnOnce(u64, Option<(pg_sys::Datum, bool)>) -> T,
+    read: impl FnOnce(u64, Option<(pg_sys::Datum, bool, pg_sys::Oid)>) -> T,
 ) -> T {
     let c_query =
         CString::new(query).unwrap_or_else(|_| error!("a rekey statement holds a NUL character"));
@@ -253,6 +255,14 @@ pub(super) fn execute<T>(
         if plan.is_null() {
             let code = std::ptr::addr_of!(pg_sys::SPI_result).read();
             error!("cannot prepare a rekey statement: SPI error {code}");
+        }
+        let sources = pg_sys::SPI_plan_get_plan_sources(plan);
+        if sources.is_null() || (*sources).length != 1 {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+                format!("a rekey statement must be a single command: \"{query}\"")
+            );
         }
         let snapshot = if read_only && pg_sys::ActiveSnapshotSet() {
             pg_sys::GetActiveSnapshot()
@@ -279,7 +289,7 @@ pub(super) fn execute<T>(
         } else {
             let mut isnull = false;
             let datum = pg_sys::SPI_getbinval(*(*table).vals, (*table).tupdesc, 1, &mut isnull);
-            Some((datum, isnull))
+            Some((datum, isnull, pg_sys::SPI_gettypeid((*table).tupdesc, 1)))
         };
         let result = read(processed, first);
         pg_sys::SPI_freeplan(plan);
@@ -302,8 +312,19 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
                 if processed > 1 {
                     error!("a rekey read returned more than one row");
                 }
-                // SAFETY: the first column of the wrapped query is jsonb.
-                first.and_then(|(datum, isnull)| unsafe { JsonB::from_datum(datum, isnull) })
+                first.and_then(|(datum, isnull, type_oid)| {
+                    // The wrapper makes it jsonb; checked all the same, as reading any other
+                    // type's value as a jsonb pointer would crash the server.
+                    if type_oid != pg_sys::JSONBOID {
+                        ereport!(
+                            ERROR,
+                            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                            format!("a rekey read returned a column of type OID {}, not jsonb: \"{query}\"", type_oid.to_u32())
+                        );
+                    }
+                    // SAFETY: a jsonb value, checked above, read while SPI still holds it.
+                    unsafe { JsonB::from_datum(datum, isnull) }
+                })
             })
         })
     })

@@ -1707,3 +1707,88 @@ fn review_3_findings_stay_closed() {
     );
     locker.batch_execute("ROLLBACK").unwrap();
 }
+
+/// Review 4 (the last before resolving issue 18): `rekey_read_as_owner` wrapped its query in
+/// `SELECT to_jsonb(q.*) FROM (…) q`, but SPI runs every command of a text of several and shows
+/// the last one's rows, which the function read as jsonb whatever their type: any role, on a
+/// temporary table of its own, crashed the server. One command only now, its column's type
+/// checked.
+#[test]
+fn review_4_a_read_of_several_commands_is_refused() {
+    let mut admin = fresh_db("t_rekey_review_4");
+    hostile_role(&mut admin, "rekey_review4_nobody");
+    let mut nobody = connect_as("t_rekey_review_4", "rekey_review4_nobody");
+    nobody
+        .batch_execute("CREATE TEMP TABLE tt (x int)")
+        .unwrap();
+    for query in [
+        "SELECT 1) q; SELECT 4242 --",
+        "SELECT 1) q; SELECT 4242::bigint, 1 --",
+        "SELECT 1) q; SELECT NULL::int --",
+    ] {
+        let sql = format!(
+            "SELECT objectid_internal.rekey_read_as_owner('tt'::regclass, '{}')",
+            query.replace('\'', "''")
+        );
+        let message = expect_error(&mut nobody, &sql, &postgres::error::SqlState::SYNTAX_ERROR);
+        assert!(message.contains(query), "{message}");
+    }
+    // The session, and the server, are still there; a read of one command still works.
+    assert_eq!(
+        one_string(
+            &mut nobody,
+            "SELECT objectid_internal.rekey_read_as_owner('tt'::regclass, 'SELECT 1 AS a')::text"
+        ),
+        r#"{"a": 1}"#
+    );
+}
+
+/// Review 4: the default mapping table's name cut the table's name to 53 characters, not bytes,
+/// so that a long name of multibyte characters made one over 63 bytes, which PostgreSQL cut back
+/// to the table's own name: rekey_plan showed the table itself as the mapping table, and rekey_run
+/// refused it. Cut to whole characters of at most 53 bytes now.
+#[test]
+fn review_4_the_default_mapping_name_of_a_long_multibyte_name_fits() {
+    let mut admin = fresh_db("t_rekey_review_4_name");
+    let name = format!("{}x", "ü".repeat(31));
+    assert_eq!(name.len(), 63);
+    admin
+        .batch_execute(&format!(
+            "CREATE TABLE \"{name}\" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO \"{name}\" SELECT gen_random_uuid(), now() - i * interval '1 hour' FROM generate_series(1, 20) i;"
+        ))
+        .unwrap();
+    let mapping = one_string(
+        &mut admin,
+        &format!("SELECT objectid_internal.rekey_mapping_name('\"{name}\"'::regclass, NULL)"),
+    );
+    assert_eq!(mapping, format!("public.\"{}_rekey_map\"", "ü".repeat(26)));
+    // One statement each: rekey_run commits, so no implicit transaction block around it.
+    admin
+        .batch_execute(&format!(
+            "SELECT rekey_switch_default('\"{name}\"'::regclass)"
+        ))
+        .unwrap();
+    admin
+        .batch_execute(&format!(
+            "CALL rekey_run('\"{name}\"'::regclass, 'at'::name)"
+        ))
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            &format!("SELECT count(*) FROM \"{name}\" WHERE uuid_extract_version(id) = 7")
+        ),
+        20
+    );
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            &format!(
+                "SELECT count(*) FROM public.\"{}_rekey_map\"",
+                "ü".repeat(26)
+            )
+        ),
+        20
+    );
+}
