@@ -82,6 +82,9 @@ class Probe(threading.Thread):
 
 # Per shape: the child tables' DDL and rows (none for self_reference), and the foreign keys,
 # written without an action and with ON UPDATE CASCADE (the naive update's, and the toolkit on its schema).
+# The kinds of run, in the order each shape runs them (the docstring says what each is).
+METHODS = ("toolkit", "toolkit_cascade", "naive", "bare")
+
 SHAPES = {
     "one_column": {
         "child": """
@@ -285,23 +288,37 @@ def measure(dsn, db, method, parents, batch_size, shape, cascade):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--dsn", required=True)
+    p.add_argument("--dsn")
     p.add_argument("--parents", type=int, default=2_000_000)
     p.add_argument("--batch-size", default="10000",
                    help="the toolkit's batch sizes, comma-separated (default: rekey_run's own sizing); the first is compared with the naive update")
     p.add_argument("--shapes", default="one_column", help=f"comma-separated, of {', '.join(SHAPES)}")
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help=f"comma-separated, of {', '.join(METHODS)} (default: all); the ratios to the naive "
+                        "update need toolkit, toolkit_cascade and naive")
     p.add_argument("--json", required=True)
+    p.add_argument("--add", metavar="FILE",
+                   help="run nothing: add the runs of FILE, an earlier result, to those of --json, shape by shape")
     a = p.parse_args()
+    if a.add:
+        add(a.json, a.add)
+        return
+    if not a.dsn:
+        p.error("--dsn is needed to run")
     batch_sizes = [b if b == "default" else int(b) for b in a.batch_size.split(",")]
     shapes = a.shapes.split(",")
+    chosen = a.methods.split(",")
+    for m in chosen:
+        if m not in METHODS:
+            raise SystemExit(f"unknown method {m!r}: one of {', '.join(METHODS)}")
     for shape in shapes:
         if shape not in SHAPES:
             raise SystemExit(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
 
     admin = connect(a.dsn, "postgres")
     started = time.monotonic()
-    report = {"parents": a.parents, "batch_sizes": batch_sizes, "reps": a.reps, "shapes": {},
+    report = {"parents": a.parents, "batch_sizes": batch_sizes, "reps": a.reps, "methods": chosen, "shapes": {},
               "date": time.strftime("%Y-%m-%d", time.gmtime()),
               "server": one(admin, "SELECT current_setting('server_version')")}
     for shape in shapes:
@@ -312,11 +329,12 @@ def main():
             build(c, a.parents, shape)
         # The toolkit with NO ACTION foreign keys at each batch size, the toolkit on the naive
         # update's schema (ON UPDATE CASCADE) at the first, the naive update, and the bare loop at
-        # each fixed batch size.
-        methods = ([(f"toolkit_{b}", "toolkit", b, False) for b in batch_sizes]
-                   + [(f"toolkit_cascade_{batch_sizes[0]}", "toolkit", batch_sizes[0], True),
-                      ("naive", "naive", None, True)]
-                   + [(f"bare_{b}", "bare", b, False) for b in batch_sizes if b != "default"])
+        # each fixed batch size: those of the kinds chosen (--methods).
+        methods = ([("toolkit", f"toolkit_{b}", "toolkit", b, False) for b in batch_sizes]
+                   + [("toolkit_cascade", f"toolkit_cascade_{batch_sizes[0]}", "toolkit", batch_sizes[0], True),
+                      ("naive", "naive", "naive", None, True)]
+                   + [("bare", f"bare_{b}", "bare", b, False) for b in batch_sizes if b != "default"])
+        methods = [m[1:] for m in methods if m[0] in chosen]
         runs = {name: [] for name, _, _, _ in methods}
         for rep in range(a.reps):
             for name, method, batch, cascade in methods:
@@ -328,26 +346,65 @@ def main():
                       f"{r['rows_per_second']:8.0f} rows/s, {r['wal_bytes_per_row']:6.0f} WAL bytes/row, "
                       f"longest probe wait {r['longest_probe_wait_s']:.2f} s", flush=True)
                 runs[name].append(r)
-        summary = {m: {k: statistics.median(r[k] for r in rs)
-                       for k in ("seconds", "keys_per_second", "rows_per_second", "wal_bytes_per_row",
-                                 "longest_probe_wait_s", "seconds_per_1000_keys", "vacuum_seconds",
-                                 "keys_per_second_with_vacuum")}
-                   for m, rs in runs.items()}
-        if len(runs["naive"]) > 1:
-            for m, rs in runs.items():
-                summary[m]["keys_per_second_range"] = [min(r["keys_per_second"] for r in rs),
-                                                       max(r["keys_per_second"] for r in rs)]
-        summary["throughput_ratio"] = (summary[f"toolkit_{batch_sizes[0]}"]["keys_per_second"]
-                                       / summary["naive"]["keys_per_second"])
-        summary["throughput_ratio_same_schema"] = (summary[f"toolkit_cascade_{batch_sizes[0]}"]["keys_per_second"]
-                                                   / summary["naive"]["keys_per_second"])
-        summary["throughput_ratio_with_vacuum"] = (
-            summary[f"toolkit_{batch_sizes[0]}"]["keys_per_second_with_vacuum"]
-            / summary["naive"]["keys_per_second_with_vacuum"])
-        report["shapes"][shape] = {"runs": runs, "summary": summary}
-        print(json.dumps(summary, indent=1), flush=True)
+        report["shapes"][shape] = {"runs": runs, "summary": summarize(runs, batch_sizes, chosen)}
+        print(json.dumps(report["shapes"][shape]["summary"], indent=1), flush=True)
     report["elapsed_s"] = time.monotonic() - started
     json.dump(report, open(a.json, "w"), indent=1)
+
+
+def summarize(runs, batch_sizes, chosen):
+    """The medians of each method's runs, and the ratios to the naive update when it ran."""
+    summary = {m: {k: statistics.median(r[k] for r in rs)
+                   for k in ("seconds", "keys_per_second", "rows_per_second", "wal_bytes_per_row",
+                             "longest_probe_wait_s", "seconds_per_1000_keys", "vacuum_seconds",
+                             "keys_per_second_with_vacuum")}
+               for m, rs in runs.items()}
+    for m, rs in runs.items():
+        if len(rs) > 1:
+            summary[m]["keys_per_second_range"] = [min(r["keys_per_second"] for r in rs),
+                                                   max(r["keys_per_second"] for r in rs)]
+    if {"toolkit", "toolkit_cascade", "naive"} <= set(chosen):
+        summary.update(ratios(summary, batch_sizes[0]))
+    return summary
+
+
+def add(path, addition):
+    """Adds the runs of the result file `addition` to those of `path`, shape by shape (same
+    parents, batch sizes and methods), and takes the medians over both: more repetitions of a
+    shape whose first ones were too few to judge."""
+    with open(path) as f:
+        report = json.load(f)
+    with open(addition) as f:
+        more = json.load(f)
+    for k in ("parents", "batch_sizes", "methods"):
+        if report.get(k) != more.get(k):
+            raise SystemExit(f"{addition} has other {k} than {path}: {more.get(k)} against {report.get(k)}")
+    for shape, d in more["shapes"].items():
+        if shape in report["shapes"]:
+            runs = report["shapes"][shape]["runs"]
+            for m, rs in d["runs"].items():
+                runs[m] = runs[m] + rs
+        else:
+            report["shapes"][shape] = {"runs": d["runs"]}
+        report["shapes"][shape]["summary"] = summarize(report["shapes"][shape]["runs"], report["batch_sizes"],
+                                                       report["methods"])
+        report["shapes"][shape]["reps"] = len(next(iter(report["shapes"][shape]["runs"].values())))
+    report.setdefault("additions", []).append({"date": more["date"], "shapes": list(more["shapes"]),
+                                               "reps": more["reps"], "elapsed_s": more["elapsed_s"]})
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+def ratios(summary, first):
+    """The toolkit's keys per second against the naive update's, at the first batch size."""
+    toolkit, naive = summary[f"toolkit_{first}"], summary["naive"]
+    return {
+        "throughput_ratio": toolkit["keys_per_second"] / naive["keys_per_second"],
+        "throughput_ratio_same_schema": (summary[f"toolkit_cascade_{first}"]["keys_per_second"]
+                                         / naive["keys_per_second"]),
+        "throughput_ratio_with_vacuum": (toolkit["keys_per_second_with_vacuum"]
+                                         / naive["keys_per_second_with_vacuum"]),
+    }
 
 
 if __name__ == "__main__":

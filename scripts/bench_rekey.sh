@@ -5,7 +5,8 @@
 # asked for, from the same copy (bench/rekey.py says what is measured). Writes
 # docs/bench-rekey.json (or --json) and prints the medians; docs/migration.md reports them.
 #
-#   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N[,N...]] [--shapes S[,S...]] [--pg VERSION]
+#   scripts/bench_rekey.sh [--scale N] [--reps N] [--batch-size N[,N...]] [--shapes S[,S...]]
+#                          [--methods M[,M...]] [--json FILE] [--pg VERSION]
 #
 #   --scale N       multiplies the row counts (default 1)
 #   --reps N        runs of each method; medians are reported (default 1)
@@ -13,22 +14,25 @@
 #                   compared with the naive update (default: default)
 #   --shapes S      one_column, self_reference, two_foreign_keys, composite_child, partitioned_child,
 #                   or all (default one_column)
+#   --methods M     toolkit, toolkit_cascade, naive, bare (default: all four; the ratios to the
+#                   naive update need the first three)
 #   --json FILE     where the results go (default docs/bench-rekey.json; docs/bench-rekey-shapes.json
-#                   also rewrites docs/benchmarks.md's section 8)
+#                   or docs/bench-rekey-flatness.json also rewrites docs/benchmarks.md's section 8)
 #   --pg VERSION    the server, 14-18 (default 17; pgstattuple is needed)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-scale=1 reps=1 batch=default pg=17 shapes=one_column json="$ROOT/docs/bench-rekey.json"
+scale=1 reps=1 batch=default pg=17 shapes=one_column methods=toolkit,toolkit_cascade,naive,bare json="$ROOT/docs/bench-rekey.json"
 while [ $# -gt 0 ]; do
     case $1 in
         --scale) scale=$2 ;;
         --reps) reps=$2 ;;
         --batch-size) batch=$2 ;;
         --shapes) shapes=$2 ;;
+        --methods) methods=$2 ;;
         --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
@@ -69,12 +73,13 @@ cluster_start "$cfg" "$dir" "$port" "shared_buffers = '1GB'" "max_wal_size = '4G
     "max_parallel_maintenance_workers = 0"
 
 PYTHONPATH="$pydeps" python3 "$ROOT/bench/rekey.py" --dsn "host=$dir port=$port user=postgres" \
-    --parents "$parents" --batch-size "$batch" --shapes "$shapes" --reps "$reps" --json "$json" &
+    --parents "$parents" --batch-size "$batch" --shapes "$shapes" --methods "$methods" --reps "$reps" --json "$json" &
 child=$!
 wait "$child"
 child=""
-# With the shapes, the report's section 8 (bench/report.py reads docs/bench-rekey-shapes.json).
-if [ "$json" = "$ROOT/docs/bench-rekey-shapes.json" ] && [ -f "$ROOT/docs/benchmarks.json" ]; then
+# Into the report's section 8 (bench/report.py reads both files).
+case $json in "$ROOT"/docs/bench-rekey-shapes.json | "$ROOT"/docs/bench-rekey-flatness.json) report=1 ;; *) report="" ;; esac
+if [ -n "$report" ] && [ -f "$ROOT/docs/benchmarks.json" ]; then
     PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$ROOT/docs/benchmarks.json" "$ROOT/docs" >/dev/null
 fi
 log "rekey benchmark finished in $(($(date +%s) - started)) s: $json"
