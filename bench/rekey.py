@@ -80,11 +80,11 @@ class Probe(threading.Thread):
             time.sleep(0.005)
 
 
-# Per shape: the child tables' DDL and rows (none for self_reference), and the foreign keys,
-# written without an action and with ON UPDATE CASCADE (the naive update's, and the toolkit on its schema).
 # The kinds of run, in the order each shape runs them (the docstring says what each is).
 METHODS = ("toolkit", "toolkit_cascade", "naive", "bare")
 
+# Per shape: the child tables' DDL and rows (none for self_reference), and the foreign keys,
+# written without an action and with ON UPDATE CASCADE (the naive update's, and the toolkit on its schema).
 SHAPES = {
     "one_column": {
         "child": """
@@ -388,7 +388,6 @@ def add(path, addition):
             report["shapes"][shape] = {"runs": d["runs"]}
         report["shapes"][shape]["summary"] = summarize(report["shapes"][shape]["runs"], report["batch_sizes"],
                                                        report["methods"])
-        report["shapes"][shape]["reps"] = len(next(iter(report["shapes"][shape]["runs"].values())))
     report.setdefault("additions", []).append({"date": more["date"], "shapes": list(more["shapes"]),
                                                "reps": more["reps"], "elapsed_s": more["elapsed_s"]})
     with open(path, "w") as f:
