@@ -1,4 +1,4 @@
--- pg_objectid 0.1.0 → 0.2.0.
+-- pg_objectid 0.1.0 -> 0.2.0.
 --
 -- The planner now rewrites objectid_timestamp(id) <op> t into an exact condition on id, with the
 -- four exact bounds below, instead of adding index paths of its own (see src/planner/). Its

@@ -1,5 +1,5 @@
 -- pg_objectid 0.4.0 -> 0.5.0: explicit casts between objectid and jsonb in MongoDB Extended JSON,
--- {"$oid": "…"}, for data exported from MongoDB (issue 13).
+-- {"$oid": "..."}, for data exported from MongoDB (issue 13).
 \echo Use "ALTER EXTENSION pg_objectid UPDATE TO '0.5.0'" to load this file. \quit
 
 -- LEAKPROOF: it cannot fail on any objectid, so its errors reveal nothing.
@@ -8,7 +8,7 @@ CREATE FUNCTION @extschema@.jsonb(@extschema@.objectid)
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
     AS 'MODULE_PATHNAME', 'jsonb_wrapper';
 
--- Accepts {"$oid": "…"} (and no other key) or a bare string of 24 hex digits; JSON null gives
+-- Accepts {"$oid": "..."} (and no other key) or a bare string of 24 hex digits; JSON null gives
 -- NULL, as PostgreSQL 18's jsonb casts do. Not LEAKPROOF: bad input raises an error quoting it.
 -- Not named objectid(jsonb), after its target type as cast functions usually are: beside
 -- objectid(bytea) that would make objectid($1) with an untyped parameter ambiguous, which works

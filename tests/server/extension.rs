@@ -595,3 +595,52 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
         assert!(plan.contains("objectid_first_at_or_after("), "{plan}");
     }
 }
+
+/// Every release installs, and updates to this one, in databases of encodings other than UTF-8:
+/// PostgreSQL reads an extension's scripts in the database's encoding unless the control file
+/// names one, and refuses a script with a byte sequence that encoding does not have (a UTF-8 `…`
+/// in a comment is invalid EUC_JP, and has no LATIN1 equivalent to convert to).
+#[test]
+fn every_release_installs_and_updates_in_other_encodings() {
+    let releases: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+    assert!(releases.len() >= 5, "{releases:?}");
+    for encoding in ["EUC_JP", "LATIN1", "SQL_ASCII"] {
+        let name = format!("t_ext_encoding_{}", encoding.to_lowercase());
+        let mut admin = connect_to("postgres");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
+            ))
+            .unwrap();
+        let mut c = connect_to(&name);
+        c.batch_execute("CREATE EXTENSION pg_objectid")
+            .unwrap_or_else(|e| panic!("CREATE EXTENSION in {encoding}: {e:?}"));
+        assert_eq!(
+            one_string(&mut c, "SELECT gen_objectid_at('2024-01-01+00')::text")[..8].to_string(),
+            "65920080"
+        );
+        c.batch_execute("DROP EXTENSION pg_objectid CASCADE")
+            .unwrap();
+        for old in &releases {
+            c.batch_execute(&format!("CREATE EXTENSION pg_objectid VERSION '{old}'"))
+                .unwrap_or_else(|e| {
+                    panic!("CREATE EXTENSION VERSION '{old}' in {encoding}: {e:?}")
+                });
+            c.batch_execute("ALTER EXTENSION pg_objectid UPDATE")
+                .unwrap_or_else(|e| panic!("update from {old} in {encoding}: {e:?}"));
+            c.batch_execute("DROP EXTENSION pg_objectid CASCADE")
+                .unwrap();
+        }
+        drop(c);
+        admin
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+    }
+}

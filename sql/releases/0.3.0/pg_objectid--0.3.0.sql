@@ -132,12 +132,12 @@ CREATE FUNCTION @extschema@.uuidv7_upper_bound_before(timestamptz)
 --   rekey_switch_default(table)                        new rows get uuidv7() at once
 --   CALL rekey_run(table, time_column)                 rekey in batches, one transaction each, resumable
 --   rekey_status                                       progress, from any session
---   rekey_translate(table, old_key)                    old key → new key, from the mapping table
+--   rekey_translate(table, old_key)                    old key -> new key, from the mapping table
 --   rekey_verify(table)                                what is left, constraints, counts against the start
 --   rekey_forget(table)                                drop the recorded state (the mapping table stays)
 --
 -- How parent and children change together: each batch locks its parent rows (FOR UPDATE), records
--- old → new in the mapping table, then rewrites the key and every referencing column in one
+-- old -> new in the mapping table, then rewrites the key and every referencing column in one
 -- statement, one data-modifying WITH query. PostgreSQL runs the foreign keys' checks and actions
 -- at the end of that statement (AfterTriggerEndQuery, after every sub-statement), when parent and
 -- children agree again; so no constraint is altered, deferred or re-validated, whatever its
