@@ -29,19 +29,154 @@ fn temporary_objects() -> (pg_sys::Oid, i64) {
     .unwrap_or_else(|e| error!("cannot read the temporary schema: {e}"))
 }
 
-/// The session's advisory locks, each as `classid objid objsubid mode`, in order: the owner's code
-/// may take or release them (neither a setting nor an object), and a session-level lock outlives
-/// the operation.
-fn advisory_locks() -> Vec<String> {
-    Spi::get_one::<Vec<String>>(
-        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.concat_ws(' ', l.classid, l.objid, l.objsubid, l.mode)
-                                          ORDER BY l.classid, l.objid, l.objsubid, l.mode), '{}')
-           FROM pg_catalog.pg_locks l
-          WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'::pg_catalog.text
-            AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid() AND l.granted",
-    )
-    .unwrap_or_else(|e| error!("cannot read the session's advisory locks: {e}"))
-    .unwrap_or_default()
+/// One mode in which the session holds an advisory lock: the lock's tag (database, then the key
+/// as pg_locks shows it: classid, objid, objsubid), the mode, and how many times the session holds
+/// it at session level (the count pg_locks does not show: a second hold of a lock the session
+/// already holds, or a session-level hold swapped for a transaction-level one, leaves pg_locks as
+/// it was).
+#[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy, Debug)]
+struct AdvisoryHold {
+    tag: (u32, u32, u32, u16),
+    mode: pg_sys::LOCKMODE,
+    session: u64,
+}
+
+impl AdvisoryHold {
+    fn locktag(&self) -> pg_sys::LOCKTAG {
+        // SET_LOCKTAG_ADVISORY in lock.h.
+        pg_sys::LOCKTAG {
+            locktag_field1: self.tag.0,
+            locktag_field2: self.tag.1,
+            locktag_field3: self.tag.2,
+            locktag_field4: self.tag.3,
+            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+        }
+    }
+}
+
+/// Runs `f` with no message below ERROR sent to the client or the log: LockRelease warns ("you
+/// don't own a lock") when it finds no hold of the kind asked for, which is how the holds are
+/// counted here. errstart reads these two variables to decide; they are put back on any way out.
+fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(std::ffi::c_int, std::ffi::c_int);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: backend-local variables, put back as they were.
+            unsafe {
+                pg_sys::log_min_messages = self.0;
+                pg_sys::client_min_messages = self.1;
+            }
+        }
+    }
+    // SAFETY: backend-local variables; nothing reads them as settings in between.
+    let _restore = unsafe {
+        let restore = Restore(pg_sys::log_min_messages, pg_sys::client_min_messages);
+        pg_sys::log_min_messages = pg_sys::PGERROR as std::ffi::c_int;
+        pg_sys::client_min_messages = pg_sys::PGERROR as std::ffi::c_int;
+        restore
+    };
+    f()
+}
+
+/// How many times the session holds the lock `tag` in `mode` at session level, found by releasing
+/// those holds one by one and taking them again. While it counts, a transaction-level hold of its
+/// own keeps the lock this session's, so that no other session can take it in between and every
+/// release and retake only changes a count in this backend's own lock table.
+unsafe fn session_holds(tag: &pg_sys::LOCKTAG, mode: pg_sys::LOCKMODE) -> u64 {
+    // SAFETY: the caller's tag is one this session holds in `mode`; each call below changes this
+    // backend's count of its holds only, as pg_advisory_lock and pg_advisory_unlock do.
+    unsafe {
+        if pg_sys::LockAcquire(tag, mode, false, true)
+            == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL
+        {
+            error!("cannot count the holds of an advisory lock of this session");
+        }
+        let mut n: u64 = 0;
+        quietly(|| {
+            while pg_sys::LockRelease(tag, mode, true) {
+                n += 1;
+            }
+        });
+        for _ in 0..n {
+            pg_sys::LockAcquire(tag, mode, true, true);
+        }
+        pg_sys::LockRelease(tag, mode, false);
+        n
+    }
+}
+
+/// The modes in which this session holds advisory locks, read from the lock manager as pg_locks
+/// reads it (GetLockStatusData), each with its count of session-level holds, in order.
+fn advisory_locks() -> Vec<AdvisoryHold> {
+    let mut held = Vec::new();
+    // SAFETY: GetLockStatusData copies the lock table into memory of the current context, read
+    // here and freed at once.
+    unsafe {
+        let data = pg_sys::GetLockStatusData();
+        for i in 0..(*data).nelements as usize {
+            let lock = &*(*data).locks.add(i);
+            if lock.pid != pg_sys::MyProcPid
+                || lock.locktag.locktag_type != pg_sys::LockTagType::LOCKTAG_ADVISORY as u8
+            {
+                continue;
+            }
+            let t = &lock.locktag;
+            for mode in 1..=pg_sys::MaxLockMode as pg_sys::LOCKMODE {
+                if lock.holdMask & (1 << mode) != 0 {
+                    held.push(AdvisoryHold {
+                        tag: (
+                            t.locktag_field1,
+                            t.locktag_field2,
+                            t.locktag_field3,
+                            t.locktag_field4,
+                        ),
+                        mode,
+                        session: 0,
+                    });
+                }
+            }
+        }
+        if !(*data).locks.is_null() {
+            pg_sys::pfree((*data).locks.cast());
+        }
+        pg_sys::pfree(data.cast());
+        for hold in held.iter_mut() {
+            hold.session = session_holds(&hold.locktag(), hold.mode);
+        }
+    }
+    held.sort();
+    held
+}
+
+/// Whether the current resource owner (the guarded operation's subtransaction, into which the
+/// subtransactions of the owner's code pass their locks as they end) holds any of `locks` at
+/// transaction level: a hold the owner's code took of a lock the session already held shows in no
+/// other way. Counted by releasing them and taking them again, under a session-level hold of its
+/// own, so that the lock never leaves this session in between; the refusal's rollback releases
+/// them.
+fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
+    let mut taken = false;
+    for lock in locks {
+        let tag = lock.locktag();
+        // SAFETY: changes this backend's counts of a lock it holds, and puts them back; LockRelease
+        // warns, quietened, and returns false when this resource owner has no hold left.
+        unsafe {
+            pg_sys::LockAcquire(&tag, lock.mode, true, true);
+            let mut n: u64 = 0;
+            quietly(|| {
+                while pg_sys::LockRelease(&tag, lock.mode, false) {
+                    n += 1;
+                }
+            });
+            for _ in 0..n {
+                pg_sys::LockAcquire(&tag, lock.mode, false, true);
+            }
+            pg_sys::LockRelease(&tag, lock.mode, true);
+            taken |= n > 0;
+        }
+    }
+    taken
 }
 
 /// The names of the session's open cursors: a cursor the owner's code declares outlives the
@@ -54,56 +189,6 @@ fn cursors() -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// The SQL that calls `function` (`pg_advisory_unlock`, `pg_try_advisory_lock`, their `_shared`
-/// forms chosen here by the lock's mode) on the advisory lock `lock` (`classid objid objsubid mode`,
-/// from advisory_locks); None for a lock not written so.
-fn advisory_lock_call(function: &str, lock: &str) -> Option<String> {
-    let parts: Vec<&str> = lock.split(' ').collect();
-    let [classid, objid, objsubid, mode] = parts[..] else {
-        return None;
-    };
-    let shared = if mode == "ShareLock" { "_shared" } else { "" };
-    let key = if objsubid == "1" {
-        format!("(({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) {objid}::pg_catalog.int8)")
-    } else {
-        // Two int4 keys, shown as OIDs: the low 32 bits, sign-extended.
-        format!(
-            "((({classid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4, \
-             (({objid}::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4)"
-        )
-    };
-    // A call that finds nothing to do warns (an unlock of a lock not held at session level): not
-    // worth showing.
-    Some(format!(
-        "SELECT pg_catalog.set_config('client_min_messages', 'error', true),
-                pg_catalog.{function}{shared}({key})"
-    ))
-}
-
-/// Releases the session-level advisory locks in `taken` that the owner's code took (`classid objid
-/// objsubid mode`, from advisory_locks): they would outlive the error that refuses its operation.
-/// Transaction-level ones go with the transaction.
-fn release_advisory_locks(taken: &[&String]) {
-    for lock in taken {
-        let Some(sql) = advisory_lock_call("pg_advisory_unlock", lock) else {
-            continue;
-        };
-        // Held at session level as many times as it was taken; transaction-level holds make the
-        // function return false.
-        for _ in 0..1000 {
-            match Spi::connect_mut(|client| {
-                client
-                    .update(sql.as_str(), None, &[])?
-                    .first()
-                    .get::<bool>(2)
-            }) {
-                Ok(Some(true)) => continue,
-                _ => break,
-            }
-        }
-    }
-}
-
 /// What the owner's code could leave in the caller's session that outlives PostgreSQL's
 /// security-restricted operation, compared before and after each one here; any change is an error
 /// (42501), which rolls it back with the rest:
@@ -111,13 +196,15 @@ fn release_advisory_locks(taken: &[&String]) {
 ///   (DefineRelation) but not every other kind, and that schema comes first when the session later
 ///   looks up a type name (a domain named `uuid`, with a CHECK of the owner's, would run as the
 ///   caller);
-/// - the session's advisory locks: a session-level one outlives the transaction, so those taken
-///   are also released before the error;
+/// - the session's advisory locks, with the number of session-level holds of each, and any
+///   transaction-level hold taken inside: a session-level one outlives the transaction, and one
+///   taken again or swapped for a transaction-level one changes what the caller's own unlocks do;
+///   after the error, guarded puts them back as they were (restore_advisory_locks);
 /// - the session's cursors: one declared inside runs its query as whoever fetches from it later.
 #[derive(PartialEq)]
 pub(super) struct SessionState {
     temporary: (pg_sys::Oid, i64),
-    locks: Vec<String>,
+    locks: Vec<AdvisoryHold>,
     cursors: Vec<String>,
 }
 
@@ -131,34 +218,45 @@ impl SessionState {
     }
 
     /// Puts the session's advisory locks back as `self` found them, after an error: the
-    /// subtransaction's abort undid the temporary objects and cursors, but session-level advisory
-    /// locks outlive it. A lock released meanwhile is taken again only if no one else took it.
+    /// subtransaction's abort undid the temporary objects, the cursors and the transaction-level
+    /// holds taken inside, but session-level holds outlive it. Holds taken are released; holds
+    /// released are taken again, without waiting: a lock another session took meanwhile is lost.
     pub(super) fn restore_advisory_locks(&self) {
         let now = advisory_locks();
-        let taken: Vec<&String> = now.iter().filter(|l| !self.locks.contains(l)).collect();
-        release_advisory_locks(&taken);
-        for lock in self.locks.iter().filter(|l| !now.contains(l)) {
-            if let Some(sql) = advisory_lock_call("pg_try_advisory_lock", lock) {
-                // Best effort: nothing else is left to do when another session has it now.
-                let _ =
-                    Spi::connect_mut(|client| client.update(sql.as_str(), None, &[]).map(|_| ()));
+        let count = |locks: &[AdvisoryHold], of: &AdvisoryHold| {
+            locks
+                .iter()
+                .find(|l| l.tag == of.tag && l.mode == of.mode)
+                .map_or(0, |l| l.session)
+        };
+        for hold in &now {
+            let tag = hold.locktag();
+            for _ in count(&self.locks, hold)..hold.session {
+                // SAFETY: releases one of this session's own session-level holds.
+                unsafe { pg_sys::LockRelease(&tag, hold.mode, true) };
+            }
+        }
+        for hold in &self.locks {
+            let tag = hold.locktag();
+            for _ in count(&now, hold)..hold.session {
+                // SAFETY: takes a session-level hold without waiting, as pg_try_advisory_lock.
+                let got = unsafe { pg_sys::LockAcquire(&tag, hold.mode, true, true) };
+                if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
+                    break;
+                }
             }
         }
     }
 
-    /// Refuses, naming `whose` code ran, when the session is no longer as `self` found it.
+    /// Refuses, naming `whose` code ran, when the session is no longer as `self` found it. Called
+    /// inside guarded's subtransaction, whose abort (and restore_advisory_locks) then undoes it.
     pub(super) fn must_be_unchanged(&self, whose: &str) {
         let now = SessionState::now();
-        if now == *self {
+        let taken = taken_in_operation(&now.locks);
+        if now == *self && !taken {
             return;
         }
-        let taken: Vec<&String> = now
-            .locks
-            .iter()
-            .filter(|l| !self.locks.contains(l))
-            .collect();
-        release_advisory_locks(&taken);
-        let what = if now.locks != self.locks {
+        let what = if taken || now.locks != self.locks {
             "took or released advisory locks of your session"
         } else if now.cursors != self.cursors {
             "opened or closed cursors of your session"

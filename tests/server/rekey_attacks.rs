@@ -1792,3 +1792,107 @@ fn review_4_the_default_mapping_name_of_a_long_multibyte_name_fits() {
         20
     );
 }
+
+/// The fourth review: the owner's code could change the caller's advisory locks in ways the set
+/// of (key, mode) pairs pg_locks shows does not reveal: a second session-level hold of a lock the
+/// caller holds (the caller's unlock would then leave it held), a session-level hold swapped for a
+/// transaction-level one (gone at the transaction's end), a transaction-level hold added to one
+/// the caller holds, and a session-level hold of the rekey's own lock (the table would show as
+/// being rekeyed until the session ends). The holds are now counted: each is refused and undone.
+/// A lock taken and released again inside leaves nothing, and is no reason to refuse.
+#[test]
+fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
+    let db = "t_rekey_review_4_locks";
+    let mut admin = fresh_db(db);
+    hostile_role(&mut admin, "rekey_lock_owner");
+    admin
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_lock_owner")
+        .unwrap();
+    let mut owner = connect_as(db, "rekey_lock_owner");
+    owner
+        .batch_execute(
+            "CREATE TABLE m.mode (action text);
+             INSERT INTO m.mode VALUES ('none');
+             GRANT SELECT ON m.mode TO PUBLIC;
+             CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+             DECLARE a text := (SELECT action FROM m.mode);
+             BEGIN
+               IF session_user = 'rekey_lock_owner' THEN RETURN true; END IF;
+               IF a = 'again' THEN PERFORM pg_advisory_lock(7);
+               ELSIF a = 'swap' THEN PERFORM pg_advisory_unlock(7); PERFORM pg_advisory_xact_lock(7);
+               ELSIF a = 'xact' THEN PERFORM pg_advisory_xact_lock(7);
+               ELSIF a = 'rekey lock' THEN
+                 PERFORM pg_advisory_lock((1919249273::bigint << 32) | 'm.t'::regclass::oid::bigint);
+               ELSIF a = 'balanced' THEN PERFORM pg_advisory_lock(8), pg_advisory_unlock(8);
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.act()));
+             INSERT INTO m.t (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    // How many times the session holds lock 7 at session level (each unlock that succeeds is one),
+    // then held once again; and every other advisory lock the session holds.
+    let holds_of_7 = |admin: &mut Client| -> i64 {
+        let n = one_i64(
+            admin,
+            "SELECT count(*) FROM (SELECT pg_advisory_unlock(7) AS u FROM generate_series(1, 5)) x WHERE u",
+        );
+        admin.batch_execute("SELECT pg_advisory_lock(7)").unwrap();
+        n
+    };
+    let others = "SELECT coalesce(string_agg(objid::text || ' ' || mode, ',' ORDER BY objid), '') FROM pg_locks
+                   WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objid <> 7";
+    admin
+        .batch_execute("SET client_min_messages = error; SELECT pg_advisory_lock(7)")
+        .unwrap();
+    for action in ["again", "swap", "xact", "rekey lock"] {
+        owner
+            .execute("UPDATE m.mode SET action = $1", &[&action])
+            .unwrap();
+        for call in [
+            "CALL rekey_run('m.t', 'at')",
+            "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
+        ] {
+            let message = expect_error(
+                &mut admin,
+                call,
+                &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+            );
+            assert!(
+                message.contains("advisory locks"),
+                "{action}, {call}: {message}"
+            );
+            assert_eq!(holds_of_7(&mut admin), 1, "{action}, {call}");
+            assert_eq!(one_string(&mut admin, others), "", "{action}, {call}");
+            assert_eq!(
+                one_i64(
+                    &mut admin,
+                    "SELECT count(*) FROM m.t WHERE uuid_extract_version(id) = 4"
+                ),
+                5,
+                "{action}, {call}"
+            );
+        }
+    }
+    // Another session can rekey the table: no lock of it was left behind.
+    owner
+        .batch_execute("UPDATE m.mode SET action = 'balanced'")
+        .unwrap();
+    let mut second = connect_to(db);
+    second.batch_execute("CALL rekey_run('m.t', 'at')").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM m.t WHERE uuid_extract_version(id) = 7"
+        ),
+        5
+    );
+    assert_eq!(holds_of_7(&mut admin), 1);
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_lock_owner'"
+    ));
+}
