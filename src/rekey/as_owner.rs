@@ -81,15 +81,20 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
 /// refuses what it left in the caller's session (SessionState), naming `whose` code ran. On an
 /// error the subtransaction's abort undoes everything the code did in the database and the
 /// session but the session-level advisory locks it took or released, which are put back before
-/// the error goes on: an error is never a way to leave something behind.
+/// the error goes on: an error is never a way to leave something behind. The caller's advisory
+/// locks are pinned meanwhile (SessionState::pin_advisory_locks): the code can release the
+/// caller's holds, and is refused for it, but no other session can take the lock in between.
 pub(super) fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
     no_idle_cursors();
     let before = SessionState::now();
     // SAFETY: exec_stmt_block's sequence: the subtransaction begins here and is released or rolled
     // back here, with the caller's memory context and resource owner put back after each step.
+    // The pins are taken in the caller's resource owner, outside the subtransaction, and released
+    // in it on both ways out (or with the caller's (sub)transaction, if anything here fails).
     unsafe {
         let context = pg_sys::CurrentMemoryContext;
         let owner = pg_sys::CurrentResourceOwner;
+        before.pin_advisory_locks();
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::CurrentMemoryContext = context;
         let saved = AssertUnwindSafe((context, owner, &before));
@@ -105,12 +110,14 @@ pub(super) fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
             pg_sys::CurrentMemoryContext = context;
             pg_sys::CurrentResourceOwner = owner;
             before.restore_advisory_locks();
+            before.unpin_advisory_locks();
             error.rethrow()
         })
         .execute();
         pg_sys::ReleaseCurrentSubTransaction();
         pg_sys::CurrentMemoryContext = context;
         pg_sys::CurrentResourceOwner = owner;
+        before.unpin_advisory_locks();
         result
     }
 }
@@ -214,10 +221,45 @@ pub(super) unsafe fn set_at_this_level(name: &str, value: &str) {
     }
 }
 
+/// The columns of the first row a statement returned (none when it returned no row), each as its
+/// value, whether it is NULL, and its type: valid only until SPI frees the statement's rows.
+pub(super) type FirstRow = Vec<(pg_sys::Datum, bool, pg_sys::Oid)>;
+
+/// Column `column` (from 0) of `row` as an array of `T`, whose array type is `array_type`: NULL
+/// when the row or the value is missing, an error (42804) quoting `query` when the column has
+/// another type, as reading another type's value as this one would crash the server.
+///
+/// # Safety
+/// `row` is the FirstRow that execute gave its `read`, still held by SPI.
+pub(super) unsafe fn array_column<T>(
+    row: &FirstRow,
+    column: usize,
+    array_type: pg_sys::Oid,
+    query: &str,
+) -> Option<Vec<Option<T>>>
+where
+    Vec<Option<T>>: FromDatum,
+{
+    let (datum, isnull, type_oid) = *row.get(column)?;
+    if type_oid != array_type {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "column {} of a rekey statement's result is of type OID {}, not {}: \"{query}\"",
+                column + 1,
+                type_oid.to_u32(),
+                array_type.to_u32()
+            )
+        );
+    }
+    // SAFETY: a value of the array type checked above, still held by SPI (the caller's contract).
+    unsafe { Vec::<Option<T>>::from_polymorphic_datum(datum, isnull, type_oid) }
+}
+
 /// Runs `query` with `args` through SPI, the way PostgreSQL's foreign-key triggers run theirs
 /// (`ri_PerformCheck` in ri_triggers.c, with `SPI_execute_snapshot`), and gives `read` the rows
-/// it processed and the first column of its first row (its value, whether it is NULL, and its
-/// type), if any, before SPI frees them. `query` must be a single command: SPI would run each of
+/// it processed and the columns of its first row (FirstRow), before SPI frees them. `query` must be a single command: SPI would run each of
 /// several and show only the last one's rows, whatever the caller wrapped around the first.
 /// - `read_only`: a read, under exactly the snapshot of the statement that called (as
 ///   `SPI_execute_snapshot` does with a snapshot and read_only), refused if it writes; several
@@ -232,7 +274,7 @@ pub(super) fn execute<T>(
     args: &[DatumWithOid],
     read_only: bool,
     fire_triggers: bool,
-    read: impl FnOnce(u64, Option<(pg_sys::Datum, bool, pg_sys::Oid)>) -> T,
+    read: impl FnOnce(u64, FirstRow) -> T,
 ) -> T {
     let c_query =
         CString::new(query).unwrap_or_else(|_| error!("a rekey statement holds a NUL character"));
@@ -284,12 +326,25 @@ pub(super) fn execute<T>(
         }
         let processed = pg_sys::SPI_processed;
         let table = pg_sys::SPI_tuptable;
-        let first = if table.is_null() || processed == 0 || (*(*table).tupdesc).natts < 1 {
-            None
+        let first = if table.is_null() || processed == 0 {
+            Vec::new()
         } else {
-            let mut isnull = false;
-            let datum = pg_sys::SPI_getbinval(*(*table).vals, (*table).tupdesc, 1, &mut isnull);
-            Some((datum, isnull, pg_sys::SPI_gettypeid((*table).tupdesc, 1)))
+            (1..=(*(*table).tupdesc).natts)
+                .map(|column| {
+                    let mut isnull = false;
+                    let datum = pg_sys::SPI_getbinval(
+                        *(*table).vals,
+                        (*table).tupdesc,
+                        column,
+                        &mut isnull,
+                    );
+                    (
+                        datum,
+                        isnull,
+                        pg_sys::SPI_gettypeid((*table).tupdesc, column),
+                    )
+                })
+                .collect()
         };
         let result = read(processed, first);
         pg_sys::SPI_freeplan(plan);
@@ -312,7 +367,7 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
                 if processed > 1 {
                     error!("a rekey read returned more than one row");
                 }
-                first.and_then(|(datum, isnull, type_oid)| {
+                first.first().copied().and_then(|(datum, isnull, type_oid)| {
                     // The wrapper makes it jsonb; checked all the same, as reading any other
                     // type's value as a jsonb pointer would crash the server.
                     if type_oid != pg_sys::JSONBOID {

@@ -6,7 +6,9 @@
 use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
 
-use super::as_owner::{acting_owner, execute, guarded, set_at_this_level, within_restricted};
+use super::as_owner::{
+    acting_owner, array_column, execute, guarded, set_at_this_level, within_restricted,
+};
 use super::implied_checks::{arm, implied_checks, verify};
 
 /// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
@@ -149,33 +151,38 @@ fn rekey_batch_as_owner(
         let implied = implied_checks(relid, window_query, map_query, rewrite_query);
         let (window_end, mapped) = within_restricted(key_owner, || {
             batch_settings();
-            Spi::connect_mut(|client| {
-                let window: Option<Vec<Option<Uuid>>> = client
-                    .update(
-                        window_query,
-                        None,
-                        &[DatumWithOid::from(after), DatumWithOid::from(batch_size)],
-                    )
-                    .and_then(|t| t.first().get_one())
-                    .unwrap_or_else(|e| error!("{e}"));
+            Spi::connect_mut(|_client| {
+                let window: Option<Vec<Option<Uuid>>> = execute(
+                    window_query,
+                    &[DatumWithOid::from(after), DatumWithOid::from(batch_size)],
+                    false,
+                    true,
+                    // SAFETY: the row execute gives, while SPI holds it.
+                    |_, row| unsafe { array_column(&row, 0, pg_sys::UUIDARRAYOID, window_query) },
+                );
                 let Some(window) = window.filter(|w| !w.is_empty()) else {
                     return (None, None);
                 };
                 let window = no_nulls(window, "window");
                 let window_end = window[window.len() - 1];
                 let (keys, new_keys): (Option<Vec<Option<Uuid>>>, Option<Vec<Option<Uuid>>>) =
-                    client
-                        .update(
-                            map_query,
-                            None,
-                            &[
-                                DatumWithOid::from(window),
-                                DatumWithOid::from(fallback_time),
-                                DatumWithOid::from(batch),
-                            ],
-                        )
-                        .and_then(|t| t.first().get_two())
-                        .unwrap_or_else(|e| error!("{e}"));
+                    execute(
+                        map_query,
+                        &[
+                            DatumWithOid::from(window),
+                            DatumWithOid::from(fallback_time),
+                            DatumWithOid::from(batch),
+                        ],
+                        false,
+                        true,
+                        // SAFETY: the row execute gives, while SPI holds it.
+                        |_, row| unsafe {
+                            (
+                                array_column(&row, 0, pg_sys::UUIDARRAYOID, map_query),
+                                array_column(&row, 1, pg_sys::UUIDARRAYOID, map_query),
+                            )
+                        },
+                    );
                 let Some(keys) = keys.filter(|k| !k.is_empty()) else {
                     return (Some(window_end), None);
                 };
@@ -234,18 +241,18 @@ fn rekey_batch_as_owner(
         let changed = within_restricted(key_owner, || {
             batch_settings();
             let armed = arm(rewrite_query, implied.triggers.clone());
-            let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|client| {
-                client
-                    .update(
-                        rewrite_query,
-                        None,
-                        &[
-                            DatumWithOid::from(keys.clone()),
-                            DatumWithOid::from(new_keys.clone()),
-                        ],
-                    )
-                    .and_then(|t| t.first().get_one())
-                    .unwrap_or_else(|e| error!("{e}"))
+            let changed: Option<Vec<Option<i64>>> = Spi::connect_mut(|_client| {
+                execute(
+                    rewrite_query,
+                    &[
+                        DatumWithOid::from(keys.clone()),
+                        DatumWithOid::from(new_keys.clone()),
+                    ],
+                    false,
+                    true,
+                    // SAFETY: the row execute gives, while SPI holds it.
+                    |_, row| unsafe { array_column(&row, 0, pg_sys::INT8ARRAYOID, rewrite_query) },
+                )
             });
             drop(armed);
             verify(&implied, &keys, &new_keys);

@@ -217,10 +217,33 @@ impl SessionState {
         }
     }
 
+    /// Takes a transaction-level hold of each advisory lock `self` found, in the current resource
+    /// owner (the caller's, before guarded's subtransaction begins): while the owner's code runs,
+    /// its `pg_advisory_unlock` or `pg_advisory_unlock_all` of the caller's holds then only lowers
+    /// this backend's counts, and the lock itself stays this session's, so that no other session
+    /// can take it before the refusal puts the holds back. Neither session_holds nor
+    /// taken_in_operation counts these holds (they belong to neither the session nor the
+    /// subtransaction).
+    pub(super) fn pin_advisory_locks(&self) {
+        for lock in &self.locks {
+            // SAFETY: a lock this session holds: taken again at once, without waiting.
+            unsafe { pg_sys::LockAcquire(&lock.locktag(), lock.mode, false, true) };
+        }
+    }
+
+    /// Releases the holds pin_advisory_locks took, in the same resource owner.
+    pub(super) fn unpin_advisory_locks(&self) {
+        for lock in &self.locks {
+            // SAFETY: releases one transaction-level hold this resource owner took.
+            unsafe { pg_sys::LockRelease(&lock.locktag(), lock.mode, false) };
+        }
+    }
+
     /// Puts the session's advisory locks back as `self` found them, after an error: the
     /// subtransaction's abort undid the temporary objects, the cursors and the transaction-level
     /// holds taken inside, but session-level holds outlive it. Holds taken are released; holds
-    /// released are taken again, without waiting: a lock another session took meanwhile is lost.
+    /// released are taken again, which never waits: pin_advisory_locks kept each lock this
+    /// session's.
     pub(super) fn restore_advisory_locks(&self) {
         let now = advisory_locks();
         let count = |locks: &[AdvisoryHold], of: &AdvisoryHold| {
@@ -242,7 +265,12 @@ impl SessionState {
                 // SAFETY: takes a session-level hold without waiting, as pg_try_advisory_lock.
                 let got = unsafe { pg_sys::LockAcquire(&tag, hold.mode, true, true) };
                 if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
-                    break;
+                    // Never, with the pin; if it were, not an error rekey_run would retry.
+                    ereport!(
+                        ERROR,
+                        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                        "a table owner's code released an advisory lock of your session that could not be taken back"
+                    );
                 }
             }
         }

@@ -1743,6 +1743,84 @@ fn review_4_a_read_of_several_commands_is_refused() {
     );
 }
 
+/// Review 4, the same for a batch's statements: rekey_batch_as_owner ran its window, map and
+/// rewrite texts through SPI as they came, several commands and all, and read the last one's
+/// column as whatever type it expected. Each is one command now, its columns' types checked.
+#[test]
+fn review_4_a_batch_statement_of_several_commands_or_another_type_is_refused() {
+    let mut admin = fresh_db("t_rekey_review_4_batch");
+    hostile_role(&mut admin, "rekey_review4_batch");
+    let mut nobody = connect_as("t_rekey_review_4_batch", "rekey_review4_batch");
+    nobody
+        .batch_execute(
+            "CREATE TEMP TABLE tt (id uuid PRIMARY KEY);
+             INSERT INTO tt SELECT gen_random_uuid() FROM generate_series(1, 3)",
+        )
+        .unwrap();
+    let call = |window: &str, map: &str, rewrite: &str| {
+        format!(
+            "SELECT * FROM objectid_internal.rekey_batch_as_owner('tt'::regclass::oid, {}, {}, {}, '{{}}', '{{}}',
+                    '00000000-0000-0000-0000-000000000000', 10, now(), 1)",
+            quote(window),
+            quote(map),
+            quote(rewrite)
+        )
+    };
+    let window = "SELECT array_agg(id ORDER BY id) FROM tt";
+    let map = "SELECT array_agg(id ORDER BY id), array_agg(id ORDER BY id) FROM tt";
+    let rewrite = "SELECT ARRAY[3::bigint]";
+    for (sql, state, quoted) in [
+        (
+            call("SELECT NULL::uuid[]; SELECT 4242", map, rewrite),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "SELECT 4242",
+        ),
+        (
+            call(
+                window,
+                "SELECT NULL::uuid[], NULL::uuid[]; SELECT 4242, 1",
+                rewrite,
+            ),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "SELECT 4242, 1",
+        ),
+        (
+            call(window, map, "SELECT NULL::bigint[]; SELECT 4242"),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "SELECT 4242",
+        ),
+        (
+            call("SELECT 4242", map, rewrite),
+            postgres::error::SqlState::DATATYPE_MISMATCH,
+            "SELECT 4242",
+        ),
+        (
+            call(window, "SELECT ARRAY[1], ARRAY[2]", rewrite),
+            postgres::error::SqlState::DATATYPE_MISMATCH,
+            "SELECT ARRAY[1], ARRAY[2]",
+        ),
+        (
+            call(window, map, "SELECT ARRAY[4242]"),
+            postgres::error::SqlState::DATATYPE_MISMATCH,
+            "SELECT ARRAY[4242]",
+        ),
+    ] {
+        let message = expect_error(&mut nobody, &sql, &state);
+        assert!(message.contains(quoted), "{sql}: {message}");
+    }
+    // One command of each, of the right types, still runs.
+    assert_eq!(
+        one_string(
+            &mut nobody,
+            &format!(
+                "SELECT changed::text FROM ({}) b",
+                call(window, map, rewrite)
+            )
+        ),
+        "{3}"
+    );
+}
+
 /// Review 4: the default mapping table's name cut the table's name to 53 characters, not bytes,
 /// so that a long name of multibyte characters made one over 63 bytes, which PostgreSQL cut back
 /// to the table's own name: rekey_plan showed the table itself as the mapping table, and rekey_run
@@ -1895,4 +1973,121 @@ fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
         &mut admin,
         "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_lock_owner'"
     ));
+}
+
+/// The fifth review: the owner's code could release the caller's advisory lock for a while, so
+/// that another session took it (and then put the hold back, which left no change to refuse), or
+/// release it and fail with an error rekey_run retries, after which the hold could not be taken
+/// back and the run went on without an error. The caller's locks are now pinned while the owner's
+/// code runs: another session waiting for the lock gets it only when the caller releases it.
+#[test]
+fn review_5_no_other_session_takes_the_callers_lock_while_the_owners_code_runs() {
+    let db = "t_rekey_review_5_pin";
+    let mut admin = fresh_db(db);
+    hostile_role(&mut admin, "rekey_pin_owner");
+    admin
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_pin_owner")
+        .unwrap();
+    let mut owner = connect_as(db, "rekey_pin_owner");
+    owner
+        .batch_execute(
+            "CREATE TABLE m.mode (action text);
+             INSERT INTO m.mode VALUES ('none');
+             CREATE SEQUENCE m.once;
+             GRANT SELECT ON m.mode TO PUBLIC; GRANT USAGE ON SEQUENCE m.once TO PUBLIC;
+             CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+             DECLARE a text := (SELECT action FROM m.mode);
+             BEGIN
+               IF session_user = 'rekey_pin_owner' OR nextval('m.once') > 1 THEN RETURN true; END IF;
+               IF a = 'pause' THEN
+                 PERFORM pg_advisory_unlock(100), pg_advisory_unlock(100); PERFORM pg_sleep(0.5);
+                 PERFORM pg_advisory_lock(100), pg_advisory_lock(100);
+               ELSIF a = 'drop and fail' THEN
+                 PERFORM pg_advisory_unlock_all(); PERFORM pg_sleep(0.5);
+                 RAISE unique_violation USING MESSAGE = 'retry me';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t1 (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                                c int DEFAULT 1 CHECK (m.act()));
+             INSERT INTO m.t1 (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.t1 ALTER COLUMN id SET DEFAULT public.uuidv7();
+             CREATE TABLE m.t2 (LIKE m.t1 INCLUDING ALL);
+             INSERT INTO m.t2 SELECT gen_random_uuid(), now(), 1 FROM generate_series(1, 5);",
+        )
+        .unwrap();
+    admin
+        .batch_execute("SET client_min_messages = error")
+        .unwrap();
+    for (action, table) in [("pause", "m.t1"), ("drop and fail", "m.t2")] {
+        owner
+            .execute("UPDATE m.mode SET action = $1", &[&action])
+            .unwrap();
+        owner
+            .batch_execute("SELECT setval('m.once', 1, false)")
+            .unwrap();
+        admin
+            .batch_execute("SELECT pg_advisory_lock(100), pg_advisory_lock(100)")
+            .unwrap();
+        // Another session waits for lock 100 and says when it got it.
+        let mut waiter = connect_as(db, "rekey_pin_owner");
+        let got = thread::spawn(move || {
+            let at: f64 = waiter
+                .query_one(
+                    "SELECT extract(epoch FROM clock_timestamp())::float8 FROM (SELECT pg_advisory_lock(100)) l",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            waiter
+                .batch_execute("SELECT pg_advisory_unlock(100)")
+                .unwrap();
+            at
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while one_i64(
+            &mut admin,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 100 AND NOT granted",
+        ) == 0
+        {
+            assert!(Instant::now() < deadline, "{action}: the other session never waited");
+            thread::sleep(Duration::from_millis(20));
+        }
+        admin
+            .batch_execute(&format!("CALL rekey_run('{table}', 'at')"))
+            .unwrap_or_else(|e| panic!("{action}: {e:?}"));
+        let done: f64 = admin
+            .query_one("SELECT extract(epoch FROM clock_timestamp())::float8", &[])
+            .unwrap()
+            .get(0);
+        // Still held twice: the first unlock leaves it held, the second releases it.
+        let unlocks = one_i64(
+            &mut admin,
+            "SELECT count(*) FROM (SELECT pg_advisory_unlock(100) AS u FROM generate_series(1, 3)) x WHERE u",
+        );
+        let at = got.join().unwrap();
+        assert_eq!(unlocks, 2, "{action}");
+        assert!(
+            at > done,
+            "{action}: the other session took the caller's lock {:.3} s before the rekey ended",
+            done - at
+        );
+        assert_eq!(
+            one_i64(
+                &mut admin,
+                &format!("SELECT count(*) FROM {table} WHERE uuid_extract_version(id) = 7")
+            ),
+            5,
+            "{action}"
+        );
+    }
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_pin_owner'"
+    ));
+}
+
+/// `text` as a SQL string literal.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
