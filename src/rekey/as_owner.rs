@@ -221,6 +221,48 @@ pub(super) unsafe fn set_at_this_level(name: &str, value: &str) {
     }
 }
 
+/// Text of the database's encoding as Rust text, where it reads the same: any in a UTF-8
+/// database, and elsewhere ASCII only.
+fn readable(bytes: &[u8]) -> Option<&str> {
+    // SAFETY: reads the database's encoding, fixed for the session.
+    let utf8 =
+        unsafe { pg_sys::GetDatabaseEncoding() } == pg_sys::pg_enc::PG_UTF8 as std::ffi::c_int;
+    std::str::from_utf8(bytes)
+        .ok()
+        .filter(|_| utf8 || bytes.is_ascii())
+}
+
+/// Text of the database's encoding to show in a message: as it is where readable, otherwise with
+/// its bytes outside ASCII escaped.
+pub(super) fn shown(bytes: &[u8]) -> String {
+    readable(bytes).map_or_else(|| bytes.escape_ascii().to_string(), str::to_owned)
+}
+
+/// A text argument of the toolkit's (a statement, a name) as Rust text: any text in a UTF-8
+/// database, and elsewhere only text in ASCII, which reads the same in every server encoding. A
+/// table's or column's name with other characters, in a database of another encoding, is refused
+/// here (0A000, the text quoted with its other bytes escaped) rather than by pgrx's conversion,
+/// whose refusal is a panic's message: not supported yet.
+pub(super) fn server_text<'a>(bytes: &'a [u8], what: &str) -> &'a str {
+    match readable(bytes) {
+        Some(text) => text,
+        _ => {
+            // SAFETY: the encoding's name, a static string.
+            let encoding = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) };
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!(
+                    "the rekey toolkit does not yet support names with characters outside ASCII in a database of encoding {}: {what} \"{}\"",
+                    encoding.to_string_lossy(),
+                    bytes.escape_ascii()
+                ),
+                "Rename the tables and columns involved, or rekey in a UTF8 database."
+            );
+        }
+    }
+}
+
 /// The columns of the first row a statement returned (none when it returned no row), each as its
 /// value, whether it is NULL, and its type: valid only until SPI frees the statement's rows.
 pub(super) type FirstRow = Vec<(pg_sys::Datum, bool, pg_sys::Oid)>;
@@ -359,7 +401,8 @@ pub(super) fn execute<T>(
 /// tables of several owners, count them all in one state of the database. The query may not
 /// write (the owner's code it calls may, as the owner).
 #[pg_extern(sql = false)]
-fn rekey_read_as_owner(relid: pg_sys::Oid, query: &str) -> Option<JsonB> {
+fn rekey_read_as_owner(relid: pg_sys::Oid, query: &[u8]) -> Option<JsonB> {
+    let query = server_text(query, "a read");
     let wrapped = format!("SELECT pg_catalog.to_jsonb(q.*) FROM ({query}) q");
     as_owner(relid, || {
         Spi::connect(|_client| {

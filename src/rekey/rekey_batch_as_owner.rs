@@ -7,7 +7,7 @@ use pgrx::datum::{DatumWithOid, TimestampWithTimeZone, Uuid};
 use pgrx::prelude::*;
 
 use super::as_owner::{
-    acting_owner, array_column, execute, guarded, set_at_this_level, within_restricted,
+    acting_owner, array_column, execute, guarded, server_text, set_at_this_level, within_restricted,
 };
 use super::implied_checks::{arm, implied_checks, verify};
 
@@ -102,11 +102,11 @@ fn triggers_unchanged(relid: pg_sys::Oid, before: &[String]) {
 #[pg_extern(sql = false)]
 fn rekey_batch_as_owner(
     relid: pg_sys::Oid,
-    window_query: &str,
-    map_query: &str,
-    rewrite_query: &str,
+    window_query: &[u8],
+    map_query: &[u8],
+    rewrite_query: &[u8],
     other_tables: Vec<Option<pg_sys::Oid>>,
-    other_queries: Vec<Option<String>>,
+    other_queries: pgrx::datum::Array<&[u8]>,
     after: Uuid,
     batch_size: i32,
     fallback_time: TimestampWithTimeZone,
@@ -119,12 +119,20 @@ fn rekey_batch_as_owner(
         name!(changed, Option<Vec<i64>>),
     ),
 > {
+    let window_query = server_text(window_query, "the window query");
+    let map_query = server_text(map_query, "the map query");
+    let rewrite_query = server_text(rewrite_query, "the rewrite");
+    let other_queries: Vec<Option<&[u8]>> = other_queries.iter().collect();
     if other_tables.len() != other_queries.len() {
         error!("a rekey batch needs one table for each of its other statements");
     }
-    let others: Vec<(pg_sys::Oid, String)> = no_nulls(other_tables, "other tables")
+    let others: Vec<(pg_sys::Oid, &str)> = no_nulls(other_tables, "other tables")
         .into_iter()
-        .zip(no_nulls(other_queries, "other"))
+        .zip(
+            no_nulls(other_queries, "other")
+                .into_iter()
+                .map(|q| server_text(q, "a rewrite")),
+        )
         .collect();
     // A batch touches a few thousand rows of tables of any size: always through their indexes.
     // The planner, seeing 10,000 keys in an array, would otherwise read whole tables for every

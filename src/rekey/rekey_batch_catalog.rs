@@ -35,11 +35,13 @@ thread_local! {
 #[pg_extern(sql = false)]
 fn rekey_batch_catalog(
     tbl: pg_sys::Oid,
-    time_column: &str,
-    time_zone: &str,
+    time_column: &[u8],
+    time_zone: &[u8],
     mapping_table: pg_sys::Oid,
     fire_triggers: bool,
 ) -> Option<String> {
+    let time_column = super::as_owner::server_text(time_column, "the time column");
+    let time_zone = super::as_owner::server_text(time_zone, "the time zone");
     let key = Key {
         tbl,
         time_column: time_column.to_owned(),

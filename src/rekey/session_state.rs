@@ -179,14 +179,21 @@ fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
     taken
 }
 
-/// The names of the session's open cursors: a cursor the owner's code declares outlives the
-/// operation until the transaction ends, and runs its query as whoever fetches from it.
-fn cursors() -> Vec<String> {
+/// The names of the session's open cursors, as the bytes of the database's encoding (read as hex:
+/// pgrx reads text as UTF-8, which a name in another encoding is not): a cursor the owner's code
+/// declares outlives the operation until the transaction ends, and runs its query as whoever
+/// fetches from it.
+fn cursors() -> Vec<Vec<u8>> {
     Spi::get_one::<Vec<String>>(
-        "SELECT coalesce(pg_catalog.array_agg(c.name::pg_catalog.text ORDER BY c.name), '{}') FROM pg_catalog.pg_cursors c",
+        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.encode(pg_catalog.convert_to(c.name, pg_catalog.getdatabaseencoding()),
+                                                               'hex') ORDER BY c.name), '{}')
+           FROM pg_catalog.pg_cursors c",
     )
     .unwrap_or_else(|e| error!("cannot read the session's cursors: {e}"))
     .unwrap_or_default()
+    .into_iter()
+    .map(|name| hex::decode(name).unwrap_or_else(|e| error!("cannot read a cursor's name: {e}")))
+    .collect()
 }
 
 /// What the owner's code could leave in the caller's session that outlives PostgreSQL's
@@ -205,7 +212,7 @@ fn cursors() -> Vec<String> {
 pub(super) struct SessionState {
     temporary: (pg_sys::Oid, i64),
     locks: Vec<AdvisoryHold>,
-    cursors: Vec<String>,
+    cursors: Vec<Vec<u8>>,
 }
 
 impl SessionState {
@@ -309,7 +316,7 @@ impl SessionState {
 pub(super) fn no_idle_cursors() {
     let names = cursors();
     for name in names {
-        let Ok(c_name) = CString::new(name.as_str()) else {
+        let Ok(c_name) = CString::new(name.clone()) else {
             continue;
         };
         // SAFETY: looks a portal up by name in the session's portal table; the pointer is only
@@ -322,7 +329,10 @@ pub(super) fn no_idle_cursors() {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!("cannot run a table owner's code while cursor \"{name}\" is open"),
+                format!(
+                    "cannot run a table owner's code while cursor \"{}\" is open",
+                    super::as_owner::shown(&name)
+                ),
                 "The owner's code could read or replace it. Close your cursors (or leave the loop over one) first."
             );
         }

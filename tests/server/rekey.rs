@@ -2271,3 +2271,73 @@ fn a_trigger_on_a_generated_column_of_the_key_is_a_problem() {
         "{plan:#?}"
     );
 }
+
+/// In a database whose encoding is not UTF-8, names with characters outside ASCII are refused
+/// cleanly (0A000, not yet supported), by assess, plan and run alike, and the error quotes the
+/// statement with those bytes escaped; names in ASCII rekey there as anywhere, and a cursor with
+/// such a name is named in the refusal to run beside it.
+#[test]
+fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
+    let name = "t_rekey_latin1";
+    let mut admin = connect_to("postgres");
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C'"
+        ))
+        .unwrap();
+    let mut c = connect_to(name);
+    c.batch_execute(
+        "CREATE EXTENSION pg_objectid;
+         CREATE SCHEMA \"sé\";
+         CREATE TABLE \"sé\".\"té\" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), \"cé\" timestamptz NOT NULL DEFAULT now());
+         INSERT INTO \"sé\".\"té\" SELECT gen_random_uuid(), now() FROM generate_series(1, 5);
+         ALTER TABLE \"sé\".\"té\" ALTER COLUMN id SET DEFAULT uuidv7();
+         CREATE TABLE plain (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO plain SELECT gen_random_uuid(), now() FROM generate_series(1, 5);
+         ALTER TABLE plain ALTER COLUMN id SET DEFAULT uuidv7();",
+    )
+    .unwrap();
+    for sql in [
+        "SELECT count(*) FROM rekey_assess('\"sé\".\"té\"')",
+        "SELECT count(*) FROM rekey_plan('\"sé\".\"té\"', 'cé')",
+        "CALL rekey_run('\"sé\".\"té\"', 'cé')",
+    ] {
+        let message = expect_error(&mut c, sql, &SqlState::FEATURE_NOT_SUPPORTED);
+        assert!(
+            message.contains("does not yet support names with characters outside ASCII in a database of encoding LATIN1")
+                && message.contains("\\xe9"),
+            "{sql}: {message}"
+        );
+    }
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM \"sé\".\"té\" WHERE uuid_extract_version(id) = 4"
+        ),
+        5
+    );
+    c.batch_execute("CALL rekey_run('plain', 'at')").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM plain WHERE uuid_extract_version(id) = 7"
+        ),
+        5
+    );
+    c.batch_execute("BEGIN; DECLARE \"cé\" CURSOR FOR SELECT 1")
+        .unwrap();
+    let message = expect_error(
+        &mut c,
+        "SELECT count(*) FROM rekey_plan('plain')",
+        &SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("cursor \"c\\xe9\" is open"), "{message}");
+    c.batch_execute("ROLLBACK").unwrap();
+    drop(c);
+    admin
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .unwrap();
+}
