@@ -1153,7 +1153,9 @@ DECLARE
     zone text := current_setting('TimeZone');
     problems text[];
     statements objectid_internal.rekey_batch_statements;
-    as_owner boolean := pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE');
+    -- Whether the caller may read tbl as its owner: the owner, a member of its role, and every
+    -- partition below it that owner's too (otherwise the problems say so, and nothing is counted).
+    as_owner boolean := objectid_internal.rekey_readable(tbl, tbl::oid);
     counts jsonb;
     time_expr text;
     untimed bigint;
@@ -1212,7 +1214,8 @@ BEGIN
         RETURN NEXT format('  keys: %s rows, %s version 4 to rekey, %s version 7 already, %s other', total, todo, v7,
                            total - todo - v7);
     ELSE
-        RETURN NEXT format('  keys: not counted: only the owner of %s or a member of its role may read it for a rekey', tbl);
+        RETURN NEXT format('  keys: not counted: only the owner of %s or a member of its role may read it for a rekey,'
+                           ' and only when every partition below it has that owner', tbl);
     END IF;
     IF untimed > 0 THEN
         RETURN NEXT format('  times: %s version-4 keys have no time a UUIDv7 can carry in %I (NULL, or outside 1970-01-01 to'

@@ -56,22 +56,26 @@ fn relation_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
 /// the rights of the table's owner.
 fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
     let other = Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
-                                                       c.relowner::pg_catalog.regrole), ', ')
+        "SELECT pg_catalog.format('partitions of %s (owned by %s) have other owners: %s', $1::pg_catalog.regclass,
+                                  $2::pg_catalog.regrole,
+                                  pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
+                                                                          c.relowner::pg_catalog.regrole), ', '))
            FROM pg_catalog.pg_partition_tree($1) t
            JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
-          WHERE c.relowner OPERATOR(pg_catalog.<>) $2",
+          WHERE c.relowner OPERATOR(pg_catalog.<>) $2
+         HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0",
         &[relid.into(), owner.into()],
     )
-    .unwrap_or_else(|e| error!("cannot read the partitions of relation {}: {e}", relid.to_u32()));
+    .unwrap_or_else(|e| match e {
+        pgrx::spi::SpiError::InvalidPosition => None,
+        e => error!("cannot read the partitions of relation {}: {e}", relid.to_u32()),
+    });
     if let Some(other) = other {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "partitions of relation {} belong to another owner than the table's: {other}",
-                relid.to_u32()
-            )
+            other,
+            "Each partition's code would run as the table's owner; give the partitions the table's owner first."
         );
     }
 }

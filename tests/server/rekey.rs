@@ -2148,6 +2148,27 @@ fn partitioned_tables_are_rekeyed_through_their_root() {
         message.contains("partition public.ev_2b of public.ev is owned by rekey_part_other"),
         "{message}"
     );
+    // The plan shows the problem, with the partitioned child's rows not counted, and the owner's
+    // read of that child refuses, naming both owners.
+    let plan = one_string(
+        &mut c,
+        "SELECT string_agg(line, E'\\n') FROM rekey_plan('acc', 'at') line",
+    );
+    assert!(
+        plan.contains("partition public.ev_2b of public.ev is owned by rekey_part_other")
+            && plan.contains("ev (acc_id): unknown rows"),
+        "{plan}"
+    );
+    let (got, message) = error_of(
+        &mut c,
+        "SELECT objectid_internal.rekey_read_as_owner('ev'::regclass, 'SELECT 1 AS one')",
+    );
+    assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
+    assert!(
+        message.contains("ev (owned by postgres) have other owners: ")
+            && message.contains("ev_2b (owned by rekey_part_other)"),
+        "{message}"
+    );
     c.batch_execute(
         "ALTER TABLE ev_2b OWNER TO postgres;
          CREATE FUNCTION bump() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN NEW.n := NEW.n + 1; RETURN NEW; END';
