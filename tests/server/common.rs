@@ -25,6 +25,20 @@ pub fn fresh_database(name: &str) -> Client {
     connect_to(name)
 }
 
+/// A new empty database of the server encoding `encoding` (C collation), without the extension.
+pub fn fresh_database_encoded(name: &str, encoding: &str) -> Client {
+    let mut admin = connect_to("postgres");
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
+        ))
+        .unwrap();
+    connect_to(name)
+}
+
 /// A new database with `CREATE EXTENSION pg_objectid` done in `public`.
 pub fn fresh_db(name: &str) -> Client {
     let mut client = fresh_database(name);

@@ -610,16 +610,7 @@ fn every_release_installs_and_updates_in_other_encodings() {
     assert!(releases.len() >= 5, "{releases:?}");
     for encoding in ["EUC_JP", "LATIN1", "SQL_ASCII"] {
         let name = format!("t_ext_encoding_{}", encoding.to_lowercase());
-        let mut admin = connect_to("postgres");
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .unwrap();
-        admin
-            .batch_execute(&format!(
-                "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
-            ))
-            .unwrap();
-        let mut c = connect_to(&name);
+        let mut c = fresh_database_encoded(&name, encoding);
         c.batch_execute("CREATE EXTENSION pg_objectid")
             .unwrap_or_else(|e| panic!("CREATE EXTENSION in {encoding}: {e:?}"));
         assert_eq!(
@@ -639,7 +630,7 @@ fn every_release_installs_and_updates_in_other_encodings() {
                 .unwrap();
         }
         drop(c);
-        admin
+        connect_to("postgres")
             .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
             .unwrap();
     }

@@ -1116,16 +1116,7 @@ fn run_text_batch(
 
 /// Create a database of the given encoding with the extension.
 fn fresh_db_encoded(name: &str, encoding: &str) -> Client {
-    let mut admin = connect_to("postgres");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!(
-            "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
-        ))
-        .unwrap();
-    let mut c = connect_to(name);
+    let mut c = fresh_database_encoded(name, encoding);
     c.batch_execute("CREATE EXTENSION pg_objectid").unwrap();
     c
 }

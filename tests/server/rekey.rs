@@ -2300,16 +2300,7 @@ fn a_trigger_on_a_generated_column_of_the_key_is_a_problem() {
 #[test]
 fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
     let name = "t_rekey_latin1";
-    let mut admin = connect_to("postgres");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!(
-            "CREATE DATABASE {name} TEMPLATE template0 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C'"
-        ))
-        .unwrap();
-    let mut c = connect_to(name);
+    let mut c = fresh_database_encoded(name, "LATIN1");
     c.batch_execute(
         "CREATE EXTENSION pg_objectid;
          CREATE SCHEMA \"sé\";
@@ -2358,7 +2349,7 @@ fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
     assert!(message.contains("cursor \"c\\xe9\" is open"), "{message}");
     c.batch_execute("ROLLBACK").unwrap();
     drop(c);
-    admin
+    connect_to("postgres")
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
 }

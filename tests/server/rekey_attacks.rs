@@ -1881,18 +1881,10 @@ fn review_4_the_default_mapping_name_of_a_long_multibyte_name_fits() {
 #[test]
 fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
     let db = "t_rekey_review_4_locks";
-    let mut admin = fresh_db(db);
-    hostile_role(&mut admin, "rekey_lock_owner");
-    admin
-        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_lock_owner")
-        .unwrap();
-    let mut owner = connect_as(db, "rekey_lock_owner");
+    let (mut admin, mut owner) = owner_with_a_mode(db, "rekey_lock_owner");
     owner
         .batch_execute(
-            "CREATE TABLE m.mode (action text);
-             INSERT INTO m.mode VALUES ('none');
-             GRANT SELECT ON m.mode TO PUBLIC;
-             CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+            "CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
              DECLARE a text := (SELECT action FROM m.mode);
              BEGIN
                IF session_user = 'rekey_lock_owner' THEN RETURN true; END IF;
@@ -1983,18 +1975,10 @@ fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
 #[test]
 fn review_5_no_other_session_takes_the_callers_lock_while_the_owners_code_runs() {
     let db = "t_rekey_review_5_pin";
-    let mut admin = fresh_db(db);
-    hostile_role(&mut admin, "rekey_pin_owner");
-    admin
-        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_pin_owner")
-        .unwrap();
-    let mut owner = connect_as(db, "rekey_pin_owner");
+    let (mut admin, mut owner) = owner_with_a_mode(db, "rekey_pin_owner");
     owner
         .batch_execute(
-            "CREATE TABLE m.mode (action text);
-             INSERT INTO m.mode VALUES ('none');
-             CREATE SEQUENCE m.once;
-             GRANT SELECT ON m.mode TO PUBLIC; GRANT USAGE ON SEQUENCE m.once TO PUBLIC;
+            "CREATE SEQUENCE m.once; GRANT USAGE ON SEQUENCE m.once TO PUBLIC;
              CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
              DECLARE a text := (SELECT action FROM m.mode);
              BEGIN
@@ -2085,6 +2069,26 @@ fn review_5_no_other_session_takes_the_callers_lock_while_the_owners_code_runs()
         &mut admin,
         "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_pin_owner'"
     ));
+}
+
+/// A database whose hostile role `role` owns schema m with a table m.mode of one row (action
+/// text, 'none'), which everyone may read: the owner's code reads from it what to do, and the
+/// owner changes it between calls. Returns the superuser's and the owner's connections.
+fn owner_with_a_mode(db: &str, role: &str) -> (Client, Client) {
+    let mut admin = fresh_db(db);
+    hostile_role(&mut admin, role);
+    admin
+        .batch_execute(&format!("CREATE SCHEMA m AUTHORIZATION {role}"))
+        .unwrap();
+    let mut owner = connect_as(db, role);
+    owner
+        .batch_execute(
+            "CREATE TABLE m.mode (action text);
+             INSERT INTO m.mode VALUES ('none');
+             GRANT SELECT ON m.mode TO PUBLIC;",
+        )
+        .unwrap();
+    (admin, owner)
 }
 
 /// `text` as a SQL string literal.
