@@ -31,15 +31,25 @@ use pgrx::datum::{DatumWithOid, Uuid};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::session_state::{no_idle_cursors, SessionState};
+use super::session_state::SessionState;
 
 /// The owner of the relation, or an error naming it when there is no such relation.
 fn relation_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
-    let owner = Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
-        &[relid.into()],
-    )
-    .unwrap_or_else(|e| error!("cannot read the owner of relation {}: {e}", relid.to_u32()));
+    // SAFETY: a syscache lookup, its tuple read and released at once.
+    let owner = unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::RELOID as i32,
+            pg_sys::Datum::from(relid),
+        );
+        if tuple.is_null() {
+            None
+        } else {
+            let owner =
+                (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_class>(tuple)).relowner;
+            pg_sys::ReleaseSysCache(tuple);
+            Some(owner)
+        }
+    };
     let Some(owner) = owner else {
         ereport!(
             ERROR,
@@ -55,6 +65,12 @@ fn relation_owner(relid: pg_sys::Oid) -> pg_sys::Oid {
 /// expressions while planning, triggers and constraints while writing), which must not run with
 /// the rights of the table's owner.
 fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
+    // Only a partitioned table has partitions below it (pg_partition_tree lists no plain table's
+    // inheritance children).
+    // SAFETY: a syscache lookup.
+    if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE {
+        return;
+    }
     let other = Spi::get_one_with_args::<String>(
         "SELECT pg_catalog.format('partitions of %s (owned by %s) have other owners: %s', $1::pg_catalog.regclass,
                                   $2::pg_catalog.regrole,
@@ -81,16 +97,17 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
 }
 
 /// Runs `f`, which runs a table owner's code, in a subtransaction of its own, as PL/pgSQL runs a
-/// block with an exception handler (exec_stmt_block in pl_exec.c), after no_idle_cursors; then
-/// refuses what it left in the caller's session (SessionState), naming `whose` code ran. On an
+/// block with an exception handler (exec_stmt_block in pl_exec.c), after
+/// SessionState::no_idle_cursors; then refuses what it left in the caller's session
+/// (SessionState), naming `whose` code ran. On an
 /// error the subtransaction's abort undoes everything the code did in the database and the
 /// session but the session-level advisory locks it took or released, which are put back before
 /// the error goes on: an error is never a way to leave something behind. The caller's advisory
 /// locks are pinned meanwhile (SessionState::pin_advisory_locks): the code can release the
 /// caller's holds, and is refused for it, but no other session can take the lock in between.
 pub(super) fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
-    no_idle_cursors();
     let before = SessionState::now();
+    before.no_idle_cursors();
     // SAFETY: exec_stmt_block's sequence: the subtransaction begins here and is released or rolled
     // back here, with the caller's memory context and resource owner put back after each step.
     // The pins are taken in the caller's resource owner, outside the subtransaction, and released

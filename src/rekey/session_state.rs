@@ -306,35 +306,35 @@ impl SessionState {
              the rekey toolkit runs none of a table owner's code that leaves any."
         );
     }
-}
 
-/// Refuses while the session has an open cursor that is not running: the owner's code could
-/// FETCH from it (reading rows its query read with the caller's rights) or move, close and reopen
-/// it under the same name with a query of its own that the caller would then run. The cursors that
-/// are running (the statement that called the toolkit) refuse FETCH and CLOSE themselves. The
-/// toolkit's own loops never hold a cursor while they call the owner's code.
-pub(super) fn no_idle_cursors() {
-    let names = cursors();
-    for name in names {
-        let Ok(c_name) = CString::new(name.clone()) else {
-            continue;
-        };
-        // SAFETY: looks a portal up by name in the session's portal table; the pointer is only
-        // read, at once.
-        let idle = unsafe {
-            let portal = pg_sys::GetPortalByName(c_name.as_ptr());
-            !portal.is_null() && (*portal).status != pg_sys::PortalStatus::PORTAL_ACTIVE
-        };
-        if idle {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "cannot run a table owner's code while cursor \"{}\" is open",
-                    super::as_owner::shown(&name)
-                ),
-                "The owner's code could read or replace it. Close your cursors (or leave the loop over one) first."
-            );
+    /// Refuses while the session had an open cursor that is not running when `self` was read: the
+    /// owner's code could FETCH from it (reading rows its query read with the caller's rights) or
+    /// move, close and reopen it under the same name with a query of its own that the caller
+    /// would then run. The cursors that are running (the statement that called the toolkit)
+    /// refuse FETCH and CLOSE themselves. The toolkit's own loops never hold a cursor while they
+    /// call the owner's code.
+    pub(super) fn no_idle_cursors(&self) {
+        for name in &self.cursors {
+            let Ok(c_name) = CString::new(name.clone()) else {
+                continue;
+            };
+            // SAFETY: looks a portal up by name in the session's portal table; the pointer is only
+            // read, at once.
+            let idle = unsafe {
+                let portal = pg_sys::GetPortalByName(c_name.as_ptr());
+                !portal.is_null() && (*portal).status != pg_sys::PortalStatus::PORTAL_ACTIVE
+            };
+            if idle {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!(
+                        "cannot run a table owner's code while cursor \"{}\" is open",
+                        super::as_owner::shown(name)
+                    ),
+                    "The owner's code could read or replace it. Close your cursors (or leave the loop over one) first."
+                );
+            }
         }
     }
 }
