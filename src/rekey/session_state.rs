@@ -3,30 +3,66 @@
 //! read before and after each operation of as_owner.rs, and the cursors that must not be open
 //! while the owner's code runs.
 
+use std::cell::OnceCell;
 use std::ffi::CString;
+use std::mem::ManuallyDrop;
 
 use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
 
-/// The session's temporary schema (0 when it has none yet) and how many objects are in it, by
-/// their dependencies on it (every object in a schema records one).
-fn temporary_objects() -> (pg_sys::Oid, i64) {
-    Spi::connect(|client| {
-        let row = client
-            .select(
-                "SELECT pg_catalog.pg_my_temp_schema() AS nsp,
-                        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_depend d
-                          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
-                            AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) AS n",
-                Some(1),
-                &[],
-            )?
-            .first();
-        Ok::<_, pgrx::spi::Error>((
-            row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::InvalidOid),
-            row.get::<i64>(2)?.unwrap_or(0),
-        ))
-    })
-    .unwrap_or_else(|e| error!("cannot read the temporary schema: {e}"))
+/// What SessionState reads with SQL, in one statement: the session's temporary schema (0 when it
+/// has none yet) and how many objects are in it, by their dependencies on it (every object in a
+/// schema records one); and the names of the session's open cursors, as the bytes of the
+/// database's encoding (in hex: pgrx reads text as UTF-8, which a name in another encoding is
+/// not).
+const SESSION_QUERY: &str = "SELECT pg_catalog.pg_my_temp_schema() AS nsp,
+        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_depend d
+          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+            AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) AS n,
+        (SELECT coalesce(pg_catalog.array_agg(pg_catalog.encode(pg_catalog.convert_to(c.name,
+                                                                pg_catalog.getdatabaseencoding()), 'hex')
+                                              ORDER BY c.name), '{}')
+           FROM pg_catalog.pg_cursors c) AS cursors";
+
+thread_local! {
+    /// SESSION_QUERY's plan, kept for the session (SPI_keepplan) rather than parsed and planned
+    /// twice for every operation: the plan cache revalidates it when a catalog it read changes.
+    /// Never freed (no SPI_freeplan from a thread-local destructor while the backend exits), as
+    /// PL/pgSQL keeps its statements' plans.
+    static SESSION_PLAN: OnceCell<ManuallyDrop<OwnedPreparedStatement>> = const { OnceCell::new() };
+}
+
+/// SESSION_QUERY's answer: the temporary schema and its count of objects, and the cursors' names.
+fn temporary_objects_and_cursors() -> ((pg_sys::Oid, i64), Vec<Vec<u8>>) {
+    let (temporary, cursors) = SESSION_PLAN
+        .with(|plan| {
+            Spi::connect(|client| {
+                let plan = match plan.get() {
+                    Some(plan) => plan,
+                    None => {
+                        let kept = ManuallyDrop::new(client.prepare(SESSION_QUERY, &[])?.keep());
+                        let _ = plan.set(kept);
+                        plan.get().expect("just set")
+                    }
+                };
+                let row = client.select(&**plan, Some(1), &[])?.first();
+                Ok::<_, pgrx::spi::Error>((
+                    (
+                        row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::InvalidOid),
+                        row.get::<i64>(2)?.unwrap_or(0),
+                    ),
+                    row.get::<Vec<String>>(3)?.unwrap_or_default(),
+                ))
+            })
+        })
+        .unwrap_or_else(|e| error!("cannot read the temporary schema and the cursors: {e}"));
+    let cursors = cursors
+        .into_iter()
+        .map(|name| {
+            hex::decode(name).unwrap_or_else(|e| error!("cannot read a cursor's name: {e}"))
+        })
+        .collect();
+    (temporary, cursors)
 }
 
 /// One mode in which the session holds an advisory lock: the lock's tag (database, then the key
@@ -179,23 +215,6 @@ fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
     taken
 }
 
-/// The names of the session's open cursors, as the bytes of the database's encoding (read as hex:
-/// pgrx reads text as UTF-8, which a name in another encoding is not): a cursor the owner's code
-/// declares outlives the operation until the transaction ends, and runs its query as whoever
-/// fetches from it.
-fn cursors() -> Vec<Vec<u8>> {
-    Spi::get_one::<Vec<String>>(
-        "SELECT coalesce(pg_catalog.array_agg(pg_catalog.encode(pg_catalog.convert_to(c.name, pg_catalog.getdatabaseencoding()),
-                                                               'hex') ORDER BY c.name), '{}')
-           FROM pg_catalog.pg_cursors c",
-    )
-    .unwrap_or_else(|e| error!("cannot read the session's cursors: {e}"))
-    .unwrap_or_default()
-    .into_iter()
-    .map(|name| hex::decode(name).unwrap_or_else(|e| error!("cannot read a cursor's name: {e}")))
-    .collect()
-}
-
 /// What the owner's code could leave in the caller's session that outlives PostgreSQL's
 /// security-restricted operation, compared before and after each one here; any change is an error
 /// (42501), which rolls it back with the rest:
@@ -217,10 +236,11 @@ pub(super) struct SessionState {
 
 impl SessionState {
     pub(super) fn now() -> Self {
+        let (temporary, cursors) = temporary_objects_and_cursors();
         SessionState {
-            temporary: temporary_objects(),
+            temporary,
             locks: advisory_locks(),
-            cursors: cursors(),
+            cursors,
         }
     }
 

@@ -2353,3 +2353,33 @@ fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
 }
+
+/// The query that reads the session's temporary objects and cursors around every operation of a
+/// table owner's code keeps its plan for the session: it still reads them right after the session
+/// first gets a temporary schema, after `DISCARD ALL`, and on another search_path.
+#[test]
+fn the_session_state_read_survives_temporary_schemas_and_discard() {
+    let mut c = fresh_db("t_rekey_session_plan");
+    c.batch_execute(
+        "CREATE TABLE t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO t SELECT gen_random_uuid(), now() FROM generate_series(1, 5);",
+    )
+    .unwrap();
+    let plan = "SELECT count(*) FROM rekey_plan('public.t', 'at')";
+    let first = one_i64(&mut c, plan);
+    assert!(first > 5, "{first}");
+    for step in [
+        "CREATE TEMP TABLE scratch (x int)",
+        "DISCARD ALL",
+        "CREATE SCHEMA elsewhere; SET search_path = elsewhere, public",
+    ] {
+        c.batch_execute(step).unwrap();
+        assert_eq!(one_i64(&mut c, plan), first, "{step}");
+    }
+    // Still refused with an idle cursor open, whose name the kept statement read.
+    c.batch_execute("BEGIN; DECLARE kept_plan_cursor CURSOR FOR SELECT 1")
+        .unwrap();
+    let message = expect_error(&mut c, plan, &SqlState::INSUFFICIENT_PRIVILEGE);
+    assert!(message.contains("kept_plan_cursor"), "{message}");
+    c.batch_execute("ROLLBACK").unwrap();
+}
