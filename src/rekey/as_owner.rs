@@ -71,11 +71,15 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
     if unsafe { pg_sys::get_rel_relkind(relid) } as u8 != pg_sys::RELKIND_PARTITIONED_TABLE {
         return;
     }
+    // As the database encoding's bytes (hex): the names may be outside ASCII in a database whose
+    // encoding is not UTF-8, which pgrx cannot read as text.
     let other = Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.format('partitions of %s (owned by %s) have other owners: %s', $1::pg_catalog.regclass,
-                                  $2::pg_catalog.regrole,
-                                  pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
-                                                                          c.relowner::pg_catalog.regrole), ', '))
+        "SELECT pg_catalog.encode(pg_catalog.convert_to(pg_catalog.format(
+                    'partitions of %s (owned by %s) have other owners: %s', $1::pg_catalog.regclass,
+                    $2::pg_catalog.regrole,
+                    pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
+                                                            c.relowner::pg_catalog.regrole), ', ')),
+                    pg_catalog.getdatabaseencoding()), 'hex')
            FROM pg_catalog.pg_partition_tree($1) t
            JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.relid
           WHERE c.relowner OPERATOR(pg_catalog.<>) $2
@@ -87,6 +91,7 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
         e => error!("cannot read the partitions of relation {}: {e}", relid.to_u32()),
     });
     if let Some(other) = other {
+        let other = shown(&hex::decode(other).unwrap_or_default());
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -242,9 +247,25 @@ pub(super) unsafe fn set_at_this_level(name: &str, value: &str) {
     }
 }
 
+/// `objectid_internal.rekey_name(relid)`, the relation's qualified and quoted name, or None when
+/// there is no such relation: read as the database encoding's bytes and refused (server_text)
+/// where pgrx could not read it as text.
+fn relation_name(relid: pg_sys::Oid, what: &str) -> Option<String> {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.encode(pg_catalog.convert_to(objectid_internal.rekey_name($1),
+                                                        pg_catalog.getdatabaseencoding()), 'hex')",
+        &[relid.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot name {what}: {e}"))
+    .map(|name| {
+        let bytes = hex::decode(name).unwrap_or_default();
+        server_text(&bytes, what).to_owned()
+    })
+}
+
 /// Text of the database's encoding as Rust text, where it reads the same: any in a UTF-8
 /// database, and elsewhere ASCII only.
-fn readable(bytes: &[u8]) -> Option<&str> {
+pub(super) fn readable(bytes: &[u8]) -> Option<&str> {
     // SAFETY: reads the database's encoding, fixed for the session.
     let utf8 =
         unsafe { pg_sys::GetDatabaseEncoding() } == pg_sys::pg_enc::PG_UTF8 as std::ffi::c_int;
@@ -369,6 +390,21 @@ pub(super) fn execute<T>(
                 format!("a rekey statement must be a single command: \"{query}\"")
             );
         }
+        // A query, not a utility command (SELECT INTO, COPY, DO, CALL, DDL): what the rekey runs
+        // is a read or a write of rows, and a utility command's rows SPI would not show.
+        let source = pgrx::PgList::<pg_sys::CachedPlanSource>::from_pg(sources)
+            .get_ptr(0)
+            .expect("one plan source");
+        let utility = pgrx::PgList::<pg_sys::Query>::from_pg((*source).query_list)
+            .iter_ptr()
+            .any(|q| (*q).commandType == pg_sys::CmdType::CMD_UTILITY);
+        if utility {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+                format!("a rekey statement must be a query, not a utility command: \"{query}\"")
+            );
+        }
         let snapshot = if read_only && pg_sys::ActiveSnapshotSet() {
             pg_sys::GetActiveSnapshot()
         } else {
@@ -476,12 +512,8 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
             )
         );
     }
-    let name = Spi::get_one_with_args::<String>(
-        "SELECT objectid_internal.rekey_name($1)",
-        &[mapping.into()],
-    )
-    .unwrap_or_else(|e| error!("cannot name the mapping table: {e}"))
-    .unwrap_or_else(|| error!("the mapping table (OID {}) is gone", mapping.to_u32()));
+    let name = relation_name(mapping, "the mapping table")
+        .unwrap_or_else(|| error!("the mapping table (OID {}) is gone", mapping.to_u32()));
     let owner = relation_owner(mapping);
     let query =
         format!("SELECT m.new_key FROM ONLY {name} m WHERE m.old_key OPERATOR(pg_catalog.=) $1");
@@ -503,12 +535,8 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
 /// locks, cursors or temporary objects in the caller's session (SessionState).
 #[pg_extern(sql = false)]
 fn rekey_refresh_materialized_view(matview: pg_sys::Oid) {
-    let name = Spi::get_one_with_args::<String>(
-        "SELECT objectid_internal.rekey_name($1)",
-        &[matview.into()],
-    )
-    .unwrap_or_else(|e| error!("cannot name the materialized view: {e}"))
-    .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
+    let name = relation_name(matview, "the materialized view")
+        .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
     guarded(&format!("the owner of materialized view {name}"), || {
         Spi::connect_mut(|client| {
             client

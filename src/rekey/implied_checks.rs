@@ -211,13 +211,14 @@ fn derive(relid: pg_sys::Oid, window_query: &str, map_query: &str, rewrite_query
          SELECT coalesce((SELECT pg_catalog.array_agg(t.oid ORDER BY t.oid) FROM pg_catalog.pg_trigger t
                            WHERE t.tgisinternal AND t.tgconstraint IN (SELECT fk.oid FROM fk)
                              AND t.tgfoid IN ($5, $6, $7, $8, $9, $10)), '{{}}'),
-                coalesce((SELECT pg_catalog.array_agg(pg_catalog.format(
+                coalesce((SELECT pg_catalog.array_agg(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.format(
                                  'SELECT %L::pg_catalog.text WHERE EXISTS (SELECT FROM pg_catalog.unnest($1) k (v)'
                                  ' WHERE NOT EXISTS (SELECT FROM %s p WHERE p.%I OPERATOR(pg_catalog.=) k.v)'
                                  ' AND EXISTS (SELECT FROM %s c WHERE c.%I OPERATOR(pg_catalog.=) k.v))',
                                  pg_catalog.format('%I on %s', roots.conname, objectid_internal.rekey_name(roots.conrelid)),
                                  objectid_internal.rekey_relation($1), key.attname,
-                                 objectid_internal.rekey_relation(roots.conrelid), roots.column_name)
+                                 objectid_internal.rekey_relation(roots.conrelid), roots.column_name),
+                                 pg_catalog.getdatabaseencoding()), 'hex')
                                  ORDER BY roots.oid)
                             FROM roots, key
                            WHERE EXISTS (SELECT FROM tables x JOIN pg_catalog.pg_class k ON k.oid OPERATOR(pg_catalog.=) x.relid
@@ -269,6 +270,18 @@ fn derive(relid: pg_sys::Oid, window_query: &str, map_query: &str, rewrite_query
         // No row: the statements are not the toolkit's, or a table has code of its own.
         pgrx::spi::SpiError::InvalidPosition => (None, None),
         e => error!("cannot read the foreign keys of the key: {e}"),
+    });
+    // The checks come as the database encoding's bytes (hex), as the names in them may be
+    // outside ASCII in a database whose encoding is not UTF-8, which pgrx cannot read as text:
+    // then none is left out, and PostgreSQL's own checks run.
+    let verify: Option<Vec<String>> = verify.and_then(|v| {
+        v.into_iter()
+            .map(|q| {
+                hex::decode(q)
+                    .ok()
+                    .and_then(|b| super::as_owner::readable(&b).map(str::to_owned))
+            })
+            .collect()
     });
     match (triggers, verify) {
         (Some(triggers), Some(verify)) if !triggers.is_empty() => Implied { triggers, verify },

@@ -2339,6 +2339,62 @@ fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
         ),
         5
     );
+    // The second review of this: a mapping table named so (rekey_translate), a materialized view
+    // named so (refused before anything changes), a partition of another owner named so.
+    c.batch_execute("ALTER TABLE plain_rekey_map RENAME TO \"mäp\"")
+        .unwrap();
+    let message = expect_error(
+        &mut c,
+        "SELECT rekey_translate('plain', (SELECT id FROM plain LIMIT 1))",
+        &SqlState::FEATURE_NOT_SUPPORTED,
+    );
+    assert!(message.contains("m\\xe4p"), "{message}");
+    c.batch_execute(
+        "CREATE TABLE viewed (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO viewed SELECT gen_random_uuid(), now() FROM generate_series(1, 5);
+         ALTER TABLE viewed ALTER COLUMN id SET DEFAULT uuidv7();
+         CREATE MATERIALIZED VIEW \"vüe\" AS SELECT id FROM viewed;",
+    )
+    .unwrap();
+    let message = expect_error(
+        &mut c,
+        "CALL rekey_run('viewed', 'at', refresh_materialized_views => true)",
+        &SqlState::FEATURE_NOT_SUPPORTED,
+    );
+    assert!(message.contains("materialized views"), "{message}");
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM viewed WHERE uuid_extract_version(id) = 4"
+        ),
+        5
+    );
+    c.batch_execute(
+        "DROP ROLE IF EXISTS rekey_latin1_other; CREATE ROLE rekey_latin1_other;
+         CREATE TABLE pt (id uuid NOT NULL DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                          PRIMARY KEY (id)) PARTITION BY HASH (id);
+         CREATE TABLE pt0 PARTITION OF pt FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+         CREATE TABLE \"pt1é\" PARTITION OF pt FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+         INSERT INTO pt (at) SELECT now() FROM generate_series(1, 10);
+         ALTER TABLE \"pt1é\" OWNER TO rekey_latin1_other;",
+    )
+    .unwrap();
+    let message = expect_error(
+        &mut c,
+        "SELECT objectid_internal.rekey_read_as_owner('pt'::regclass, 'SELECT 1 AS one')",
+        &SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("pt1\\xe9"), "{message}");
+    // assess reads the table as its owner, or refuses (as for a caller who may not act as it);
+    // plan shows the problem.
+    let message = expect_error(
+        &mut c,
+        "SELECT count(*) FROM rekey_assess('pt')",
+        &SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("pt1\\xe9"), "{message}");
+    c.batch_execute("SELECT count(*) FROM rekey_plan('pt', 'at')")
+        .unwrap();
     c.batch_execute("BEGIN; DECLARE \"cé\" CURSOR FOR SELECT 1")
         .unwrap();
     let message = expect_error(
@@ -2349,9 +2405,11 @@ fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
     assert!(message.contains("cursor \"c\\xe9\" is open"), "{message}");
     c.batch_execute("ROLLBACK").unwrap();
     drop(c);
-    connect_to("postgres")
+    let mut admin = connect_to("postgres");
+    admin
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
+    admin.batch_execute("DROP ROLE rekey_latin1_other").unwrap();
 }
 
 /// The query that reads the session's temporary objects and cursors around every operation of a

@@ -1795,6 +1795,21 @@ fn review_4_a_batch_statement_of_several_commands_or_another_type_is_refused() {
             "SELECT 4242",
         ),
         (
+            call("COPY tt TO STDOUT", map, rewrite),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "not a utility command: \"COPY tt TO STDOUT\"",
+        ),
+        (
+            call(window, "SELECT array_agg(id) INTO zz FROM tt", rewrite),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "not a utility command",
+        ),
+        (
+            call(window, map, "DO $$BEGIN END$$"),
+            postgres::error::SqlState::SYNTAX_ERROR,
+            "not a utility command",
+        ),
+        (
             call(window, "SELECT ARRAY[1], ARRAY[2]", rewrite),
             postgres::error::SqlState::DATATYPE_MISMATCH,
             "SELECT ARRAY[1], ARRAY[2]",
