@@ -33,12 +33,16 @@ unsafe fn fire_queued_after_triggers() {
 
 /// The elements of an array a batch's statement returned, which are never NULL when the statements
 /// are rekey_statements'; an error, not a panic, when a caller's own statement returns one.
-fn no_nulls<T>(array: Vec<Option<T>>, statement: &str) -> Vec<T> {
+fn no_nulls<T>(array: Vec<Option<T>>, what: &str) -> Vec<T> {
     array
         .into_iter()
         .map(|e| {
             e.unwrap_or_else(|| {
-                error!("the {statement} query of a rekey batch returned a NULL element")
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                    format!("{what} of a rekey batch holds a NULL element")
+                );
             })
         })
         .collect()
@@ -126,10 +130,10 @@ fn rekey_batch_as_owner(
     if other_tables.len() != other_queries.len() {
         error!("a rekey batch needs one table for each of its other statements");
     }
-    let others: Vec<(pg_sys::Oid, &str)> = no_nulls(other_tables, "other tables")
+    let others: Vec<(pg_sys::Oid, &str)> = no_nulls(other_tables, "other_tables")
         .into_iter()
         .zip(
-            no_nulls(other_queries, "other")
+            no_nulls(other_queries, "other_queries")
                 .into_iter()
                 .map(|q| server_text(q, "a rewrite")),
         )
@@ -171,7 +175,7 @@ fn rekey_batch_as_owner(
                 let Some(window) = window.filter(|w| !w.is_empty()) else {
                     return (None, None);
                 };
-                let window = no_nulls(window, "window");
+                let window = no_nulls(window, "the window query's result");
                 let window_end = window[window.len() - 1];
                 let (keys, new_keys): (Option<Vec<Option<Uuid>>>, Option<Vec<Option<Uuid>>>) =
                     execute(
@@ -194,8 +198,8 @@ fn rekey_batch_as_owner(
                 let Some(keys) = keys.filter(|k| !k.is_empty()) else {
                     return (Some(window_end), None);
                 };
-                let keys = no_nulls(keys, "map");
-                let new_keys = no_nulls(new_keys.unwrap_or_default(), "map");
+                let keys = no_nulls(keys, "the map query's result");
+                let new_keys = no_nulls(new_keys.unwrap_or_default(), "the map query's result");
                 if new_keys.len() != keys.len() {
                     error!(
                         "the map query of a rekey batch returned {} new keys for {} keys",
@@ -264,7 +268,7 @@ fn rekey_batch_as_owner(
             });
             drop(armed);
             verify(&implied, &keys, &new_keys);
-            changed.map(|c| no_nulls(c, "rewrite"))
+            changed.map(|c| no_nulls(c, "the rewrite's result"))
         });
         if !others.is_empty() {
             triggers_unchanged(relid, &triggers);

@@ -65,11 +65,16 @@ fn read(
     // Read with a snapshot of its own (not the calling statement's), taken after the count was
     // read: whatever was committed before the count was read is seen, and whatever is committed
     // after it is counted before the answer is used again.
-    Spi::connect_mut(|client| {
+    // As the database encoding's bytes (hex), read by server_text: the names in it (a table renamed
+    // during the rekey, say) may be outside ASCII in a database whose encoding is not UTF-8,
+    // which pgrx cannot read as text.
+    let hex = Spi::connect_mut(|client| {
         client
             .update(
-                "SELECT objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name,
-                                                                   $3, $4, $5)::pg_catalog.text",
+                "SELECT pg_catalog.encode(pg_catalog.convert_to(
+                            objectid_internal.rekey_batch_catalog_read($1::pg_catalog.regclass, $2::pg_catalog.name,
+                                                                       $3, $4, $5)::pg_catalog.text,
+                            pg_catalog.getdatabaseencoding()), 'hex')",
                 None,
                 &[
                     DatumWithOid::from(tbl),
@@ -81,5 +86,9 @@ fn read(
             )
             .and_then(|t| t.first().get_one::<String>())
     })
-    .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"))
+    .unwrap_or_else(|e| error!("cannot read what the rekey batch needs from the catalogs: {e}"));
+    hex.map(|hex| {
+        let bytes = hex::decode(hex).unwrap_or_default();
+        super::as_owner::server_text(&bytes, "the tables of the rekey").to_owned()
+    })
 }

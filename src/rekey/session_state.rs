@@ -11,12 +11,18 @@ use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 
 /// What SessionState reads with SQL, in one statement: the session's temporary schema (0 when it
-/// has none yet) and how many objects are in it, by their dependencies on it (every object in a
-/// schema records one); and the names of the session's open cursors, as the bytes of the
+/// has none yet) and which objects are in it, by their dependencies on it (every object in a
+/// schema records one), as a digest of their identities: not their count, which the owner's code
+/// could keep while it drops one of the caller's (a temporary view over a function of its own,
+/// by DROP ... CASCADE of that function) and creates one of its own (a domain named `uuid`); and
+/// the names of the session's open cursors, as the bytes of the
 /// database's encoding (in hex: pgrx reads text as UTF-8, which a name in another encoding is
 /// not).
 const SESSION_QUERY: &str = "SELECT pg_catalog.pg_my_temp_schema() AS nsp,
-        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_depend d
+        (SELECT pg_catalog.md5(coalesce(pg_catalog.string_agg(
+                    pg_catalog.concat_ws(' ', d.classid, d.objid, d.objsubid, d.deptype),
+                    ',' ORDER BY d.classid, d.objid, d.objsubid, d.deptype), ''))
+           FROM pg_catalog.pg_depend d
           WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
             AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) AS n,
         (SELECT coalesce(pg_catalog.array_agg(pg_catalog.encode(pg_catalog.convert_to(c.name,
@@ -32,8 +38,9 @@ thread_local! {
     static SESSION_PLAN: OnceCell<ManuallyDrop<OwnedPreparedStatement>> = const { OnceCell::new() };
 }
 
-/// SESSION_QUERY's answer: the temporary schema and its count of objects, and the cursors' names.
-fn temporary_objects_and_cursors() -> ((pg_sys::Oid, i64), Vec<Vec<u8>>) {
+/// SESSION_QUERY's answer: the temporary schema and the digest of its objects, and the cursors'
+/// names.
+fn temporary_objects_and_cursors() -> ((pg_sys::Oid, String), Vec<Vec<u8>>) {
     let (temporary, cursors) = SESSION_PLAN
         .with(|plan| {
             Spi::connect(|client| {
@@ -49,7 +56,7 @@ fn temporary_objects_and_cursors() -> ((pg_sys::Oid, i64), Vec<Vec<u8>>) {
                 Ok::<_, pgrx::spi::Error>((
                     (
                         row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::InvalidOid),
-                        row.get::<i64>(2)?.unwrap_or(0),
+                        row.get::<String>(2)?.unwrap_or_default(),
                     ),
                     row.get::<Vec<String>>(3)?.unwrap_or_default(),
                 ))
@@ -229,7 +236,7 @@ fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
 /// - the session's cursors: one declared inside runs its query as whoever fetches from it later.
 #[derive(PartialEq)]
 pub(super) struct SessionState {
-    temporary: (pg_sys::Oid, i64),
+    temporary: (pg_sys::Oid, String),
     locks: Vec<AdvisoryHold>,
     cursors: Vec<Vec<u8>>,
 }
@@ -316,7 +323,7 @@ impl SessionState {
         } else if now.cursors != self.cursors {
             "opened or closed cursors of your session"
         } else {
-            "created an object in your session's temporary schema"
+            "created or dropped objects in your session's temporary schema"
         };
         ereport!(
             ERROR,

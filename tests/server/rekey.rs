@@ -2395,6 +2395,26 @@ fn names_outside_ascii_in_a_database_of_another_encoding_are_refused_cleanly() {
     assert!(message.contains("pt1\\xe9"), "{message}");
     c.batch_execute("SELECT count(*) FROM rekey_plan('pt', 'at')")
         .unwrap();
+    // A referencing table renamed so while a rekey is under way: the next batch refuses cleanly.
+    c.batch_execute(
+        "CREATE TABLE prog (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE kid (prog_id uuid REFERENCES prog);
+         CREATE INDEX ON kid (prog_id);
+         INSERT INTO prog SELECT gen_random_uuid(), now() FROM generate_series(1, 20);
+         INSERT INTO kid SELECT id FROM prog;
+         ALTER TABLE prog ALTER COLUMN id SET DEFAULT uuidv7();",
+    )
+    .unwrap();
+    c.batch_execute("CALL rekey_run('prog', 'at', batch_size => 5, max_batches => 1)")
+        .unwrap();
+    c.batch_execute("ALTER TABLE kid RENAME TO \"kïd\"")
+        .unwrap();
+    let message = expect_error(
+        &mut c,
+        "CALL rekey_run('prog', 'at', batch_size => 5)",
+        &SqlState::FEATURE_NOT_SUPPORTED,
+    );
+    assert!(message.contains("k\\xefd"), "{message}");
     c.batch_execute("BEGIN; DECLARE \"cé\" CURSOR FOR SELECT 1")
         .unwrap();
     let message = expect_error(

@@ -2086,6 +2086,89 @@ fn review_5_no_other_session_takes_the_callers_lock_while_the_owners_code_runs()
     ));
 }
 
+/// The seventh review (High): the check of the caller's temporary schema compared how many objects
+/// it held, so the owner's code could drop one of the caller's temporary objects (a temporary view
+/// over a function of the owner's goes with DROP FUNCTION ... CASCADE, which checks no privilege
+/// on the view) and create a domain named uuid there, with a CHECK of its own: the count was the
+/// same, the rekey committed, and the superuser's next uuid cast ran the owner's CHECK as
+/// superuser. The objects themselves are compared now.
+#[test]
+fn review_7_a_temporary_object_swapped_for_another_is_refused() {
+    let db = "t_rekey_review_7_temp";
+    let (mut admin, mut owner) = owner_with_a_mode(db, "rekey_swap_owner");
+    owner
+        .batch_execute(
+            "GRANT USAGE ON SCHEMA m TO PUBLIC;
+             CREATE FUNCTION m.aux() RETURNS int LANGUAGE sql AS 'SELECT 1';
+             CREATE FUNCTION m.pwn(u uuid) RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                 EXECUTE 'ALTER ROLE rekey_swap_owner SUPERUSER';
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_swap_owner' THEN
+                 BEGIN
+                   EXECUTE 'DROP FUNCTION m.aux() CASCADE';
+                   EXECUTE 'CREATE DOMAIN pg_temp.uuid AS pg_catalog.uuid CHECK (m.pwn(VALUE))';
+                 EXCEPTION WHEN OTHERS THEN NULL;
+                 END;
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.act()));
+             INSERT INTO m.t (at) SELECT now() FROM generate_series(1, 5);
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    for call in [
+        "CALL rekey_run('m.t', 'at')",
+        "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
+    ] {
+        admin
+            .batch_execute("CREATE TEMP VIEW tv AS SELECT m.aux() AS v")
+            .unwrap();
+        let message = expect_error(
+            &mut admin,
+            call,
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        assert!(message.contains("temporary schema"), "{call}: {message}");
+        // The caller's view is back, no uuid domain of the owner's is there, and a cast to uuid
+        // runs nothing of the owner's.
+        assert_eq!(one_i64(&mut admin, "SELECT v::bigint FROM tv"), 1, "{call}");
+        assert_eq!(
+            one_i64(
+                &mut admin,
+                "SELECT count(*) FROM pg_type WHERE typname = 'uuid' AND typnamespace = pg_my_temp_schema()"
+            ),
+            0,
+            "{call}"
+        );
+        admin
+            .batch_execute("SELECT '00000000-0000-4000-8000-000000000000'::uuid; DROP VIEW tv")
+            .unwrap();
+        assert_eq!(
+            one_i64(
+                &mut admin,
+                "SELECT count(*) FROM m.t WHERE uuid_extract_version(id) = 4"
+            ),
+            5,
+            "{call}"
+        );
+        assert!(
+            !one_bool(
+                &mut admin,
+                "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_swap_owner'"
+            ),
+            "{call}"
+        );
+    }
+}
+
 /// A database whose hostile role `role` owns schema m with a table m.mode of one row (action
 /// text, 'none'), which everyone may read: the owner's code reads from it what to do, and the
 /// owner changes it between calls. Returns the superuser's and the owner's connections.
