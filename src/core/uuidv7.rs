@@ -130,6 +130,18 @@ pub fn ms_from_pg(micros: i64, sub_us_ns: i64) -> Option<(i64, i64)> {
     Some((ms, unix_micros.rem_euclid(1000) * 1000 + sub_us_ns))
 }
 
+/// `ms_from_pg` with the upper bound of PostgreSQL 18.6's `uuidv7(interval)` (upstream commit
+/// c31b0fca059c, "Reject infinite and out-of-range interval shifts in uuidv7()"): it compares the
+/// shifted time in microseconds with the largest 48-bit millisecond, so that of the last
+/// millisecond only its first microsecond is accepted. Ours must refuse what it refuses.
+pub fn ms_from_pg_shifted(micros: i64, sub_us_ns: i64) -> Option<(i64, i64)> {
+    let unix_micros = micros.checked_add(PG_EPOCH_UNIX_SECONDS * 1_000_000)?;
+    if unix_micros > MAX_UNIX_MS * 1000 {
+        return None;
+    }
+    ms_from_pg(micros, sub_us_ns)
+}
+
 /// PostgreSQL microseconds of Unix nanoseconds (dropping the nanoseconds).
 pub fn pg_micros_from_unix_ns(ns: i64) -> i64 {
     ns.div_euclid(1000) - PG_EPOCH_UNIX_SECONDS * 1_000_000
@@ -315,6 +327,18 @@ mod tests {
         let max_pg = MAX_UNIX_MS * 1000 + 999 - 946_684_800_000_000;
         assert_eq!(ms_from_pg(max_pg, 0), Some((MAX_UNIX_MS, 999_000)));
         assert_eq!(ms_from_pg(max_pg + 1, 0), None, "past 48 bits");
+        // 18.6's uuidv7(interval) takes only the first microsecond of the last millisecond.
+        let last_ms_pg = MAX_UNIX_MS * 1000 - 946_684_800_000_000;
+        assert_eq!(
+            ms_from_pg_shifted(last_ms_pg, 999),
+            Some((MAX_UNIX_MS, 999))
+        );
+        assert_eq!(ms_from_pg_shifted(last_ms_pg + 1, 0), None);
+        assert_eq!(ms_from_pg_shifted(max_pg, 0), None);
+        assert_eq!(ms_from_pg_shifted(-946_684_800_000_000, 7), Some((0, 7)));
+        assert_eq!(ms_from_pg_shifted(-946_684_800_000_001, 0), None);
+        assert_eq!(ms_from_pg_shifted(i64::MAX, 0), None);
+        assert_eq!(ms_from_pg_shifted(i64::MIN, 0), None);
         assert_eq!(pg_micros_from_unix_ns(1_500), 1 - 946_684_800_000_000);
         // Past 2262, where 64-bit nanoseconds end, v7 values still form.
         let far = v7_parts(MAX_UNIX_MS, 999_999, [0; 8]);

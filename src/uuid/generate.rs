@@ -56,6 +56,9 @@ fn uuidv7() -> Uuid {
 #[pg_extern(sql = false)]
 fn uuidv7_interval(shift: Interval) -> Uuid {
     let ns = ascending_now_ns();
+    // Before 17 these field values are a finite interval, and the sum below says what that
+    // version's timestamptz + interval says of it.
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
     if is_infinite(&shift) {
         ereport!(
             ERROR,
@@ -76,12 +79,13 @@ fn uuidv7_interval(shift: Interval) -> Uuid {
         )
     }
     .value() as i64;
-    let (ms, sub_ms) = uuidv7::ms_from_pg(shifted, ns.rem_euclid(1000))
+    let (ms, sub_ms) = uuidv7::ms_from_pg_shifted(shifted, ns.rem_euclid(1000))
         .unwrap_or_else(|| super::timestamp_out_of_range());
     Uuid::from_bytes(uuidv7::v7_parts(ms, sub_ms, random()))
 }
 
 /// PostgreSQL 17 added infinite intervals: all three fields at their extreme.
+#[cfg(any(feature = "pg17", feature = "pg18"))]
 fn is_infinite(i: &Interval) -> bool {
     (i.months() == i32::MAX && i.days() == i32::MAX && i.micros() == i64::MAX)
         || (i.months() == i32::MIN && i.days() == i32::MIN && i.micros() == i64::MIN)

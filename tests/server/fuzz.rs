@@ -1904,8 +1904,11 @@ fn interval_function_sql(builtin: bool) -> String {
     )
 }
 
+/// As 18.6 bounds uuidv7(interval): in microseconds, so only the first one of the last millisecond.
 fn v7_carries(t: Option<Ts>) -> bool {
-    t.is_some_and(|Ts(t)| t != NEG_INF && t != POS_INF && (0..=V7_MAX_MS).contains(&ms_floor(t)))
+    t.is_some_and(|Ts(t)| {
+        t != NEG_INF && t != POS_INF && (0..=V7_MAX_MS * 1000).contains(&unix_us(t))
+    })
 }
 
 #[test]

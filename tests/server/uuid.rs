@@ -119,6 +119,69 @@ fn same_errors_as_postgresql_18() {
     }
 }
 
+/// Issue 19, item 3: 18.6 counts the top of uuidv7(interval)'s range in microseconds, so of the
+/// last 48-bit millisecond (10889-08-02 05:31:50.655 UTC) only the first microsecond is valid.
+/// A shift aimed half a millisecond into it lands there or later whatever the call's latency, and
+/// must be refused as 18.6 refuses it; one aimed 5 ms before the top still makes a value.
+#[test]
+fn uuidv7_interval_refuses_the_last_millisecond_past_its_first_microsecond() {
+    let mut c = fresh_db("t_uuid_top_of_range");
+    let builtin = server_version(&mut c) >= 180000;
+    let into_last = "'10889-08-02 05:31:50.6555+00'::timestamptz - clock_timestamp()";
+    let mut schemas = vec!["public"];
+    if builtin {
+        schemas.push("pg_catalog");
+    }
+    for schema in schemas {
+        let message = expect_error(
+            &mut c,
+            &format!("SELECT {schema}.uuidv7({into_last})"),
+            &SqlState::DATETIME_FIELD_OVERFLOW,
+        );
+        assert_eq!(
+            message, "timestamp out of range for UUID version 7",
+            "{schema}"
+        );
+    }
+    let made = c
+        .query_one(
+            "SELECT public.uuid_extract_timestamp(public.uuidv7(\
+                 '10889-08-02 05:31:50.650+00'::timestamptz - clock_timestamp())) \
+                 BETWEEN '10889-08-02 05:31:50.650+00' AND '10889-08-02 05:31:50.655+00'",
+            &[],
+        )
+        .unwrap();
+    assert!(made.get::<_, bool>(0), "5 ms before the top");
+}
+
+/// Issue 19, item 4: 13-16 have no infinite intervals, so an interval whose fields hold the
+/// values 17 gives infinity is finite there, and uuidv7() must say of it what that server's own
+/// timestamptz + interval says, not that infinite intervals are unsupported.
+#[test]
+fn uuidv7_interval_before_17_reports_extreme_fields_as_timestamptz_plus_interval_does() {
+    let mut c = fresh_db("t_uuid_extreme_fields");
+    if server_version(&mut c) >= 170000 {
+        return;
+    }
+    for shift in [
+        "'178956970 years 7 months 2147483647 days 2562047788:00:54.775807'::interval",
+        "'-178956970 years -8 months -2147483648 days'::interval \
+         - '2562047788:00:54.775807'::interval - '00:00:00.000001'::interval",
+    ] {
+        let theirs = c
+            .batch_execute(&format!("SELECT now() + ({shift})"))
+            .unwrap_err();
+        let theirs = theirs.as_db_error().unwrap();
+        let message = expect_error(
+            &mut c,
+            &format!("SELECT public.uuidv7({shift})"),
+            theirs.code(),
+        );
+        assert_eq!(message, theirs.message(), "{shift}");
+        assert!(!message.contains("infinite"), "{shift}: {message}");
+    }
+}
+
 #[test]
 fn uuidv4_is_random_version_4() {
     let mut c = fresh_db("t_uuid_v4");
