@@ -225,7 +225,17 @@ fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, p
 
 /// Whether the current user may run everything the rewritten condition calls (an
 /// administrator may have revoked EXECUTE on a bound function).
+///
+/// The answer holds for the current user only, so the plan is marked as depending on the role,
+/// as `create_foreignscan_plan` (createplan.c) marks a plan that assumed who the current user
+/// is: plancache.c then plans again for any other user (`planRoleId`, `CheckCachedPlan`)
+/// instead of running a cached generic plan, made for one role, for another after SET ROLE, in
+/// a SECURITY DEFINER function or behind a pooler that switches roles. GRANT and REVOKE are
+/// caught already: they change the functions' pg_proc rows, which the plan depends on.
 unsafe fn bounds_executable(c: &TimeCondition, level: &Level) -> bool {
+    unsafe {
+        (*(*level.root).glob).dependsOnRole = true;
+    }
     bounds(c, level.catalog)
         .0
         .iter()

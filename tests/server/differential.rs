@@ -141,8 +141,23 @@ INSERT INTO marks SELECT k, to_timestamp(1790000000 - k * 4321 + (k % 3) * 0.5) 
 
 DROP ROLE IF EXISTS diff_user; CREATE ROLE diff_user;
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO diff_user;
+-- diff_revoked may not call the bound functions the rewrite adds, so a plan rewritten for
+-- another role must not be run for it (issue 19, item 1).
+DROP ROLE IF EXISTS diff_revoked; CREATE ROLE diff_revoked;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO diff_revoked;
+REVOKE EXECUTE ON FUNCTION objectid_first_at_or_after(timestamptz), objectid_first_after(timestamptz),
+  objectid_last_at_or_before(timestamptz), objectid_last_before(timestamptz),
+  uuidv7_lower_bound(timestamptz), uuidv7_upper_bound(timestamptz),
+  uuidv7_upper_bound_before(timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION objectid_first_at_or_after(timestamptz), objectid_first_after(timestamptz),
+  objectid_last_at_or_before(timestamptz), objectid_last_before(timestamptz),
+  uuidv7_lower_bound(timestamptz), uuidv7_upper_bound(timestamptz),
+  uuidv7_upper_bound_before(timestamptz) TO diff_user;
 ANALYZE;
 ";
+
+/// The roles a cached plan is made and then run under (`none`: the superuser running the test).
+const ROLES: &[&str] = &["none", "diff_user", "diff_revoked"];
 
 /// Tables (and views) of objectids and of uuids the queries read.
 const OBJECTID_SOURCES: &[&str] = &[
@@ -339,7 +354,7 @@ impl Gen {
     /// statements to prepare it and run it.
     fn query(&mut self) -> Query {
         let (src, uuid) = self.source();
-        let shape = self.rng.random_range(0..16);
+        let shape = self.rng.random_range(0..17);
         let cond = |g: &mut Gen| g.condition("t", uuid, None);
         let sql = match shape {
             0 => format!("SELECT t.n FROM {src} t WHERE {}", cond(self)),
@@ -404,6 +419,21 @@ impl Gen {
                 let arg = self.time();
                 return Query::Prepared { mode, body, arg };
             }
+            15 | 16 => {
+                let first = self.pick(ROLES);
+                let then = self.pick(ROLES);
+                let body = format!(
+                    "SELECT t.n FROM {src} t WHERE {}",
+                    self.condition("t", uuid, Some("$1"))
+                );
+                let arg = self.time();
+                return Query::AcrossRoles {
+                    first,
+                    then,
+                    body,
+                    arg,
+                };
+            }
             14 if src == "t_rls" || !uuid => {
                 let s = if src.starts_with("ONLY") { "t_rls" } else { src };
                 return Query::AsRole(format!("SELECT t.n FROM {s} t WHERE {}", cond(self)));
@@ -424,6 +454,14 @@ enum Query {
     },
     /// Run as a role without privileges beyond SELECT (row-level security applies).
     AsRole(String),
+    /// A generic plan made and run as role `first`, then run from the cache as role `then`: the
+    /// second run's rows, as a pooler or SET ROLE reuses a plan.
+    AcrossRoles {
+        first: &'static str,
+        then: &'static str,
+        body: String,
+        arg: String,
+    },
 }
 
 impl Query {
@@ -434,6 +472,15 @@ impl Query {
                 format!("PREPARE p(timestamptz) AS {body}; SET plan_cache_mode = {mode}; EXECUTE p({arg})")
             }
             Query::AsRole(s) => format!("SET ROLE diff_user; {s}"),
+            Query::AcrossRoles {
+                first,
+                then,
+                body,
+                arg,
+            } => format!(
+                "PREPARE p(timestamptz) AS {body}; SET plan_cache_mode = force_generic_plan; \
+                 SET ROLE {first}; EXECUTE p({arg}); SET ROLE {then}; EXECUTE p({arg})"
+            ),
         }
     }
 }
@@ -445,7 +492,17 @@ fn outcome(c: &mut Client, q: &Query, rewrite: bool) -> Result<Vec<String>, Stri
         if rewrite { "on" } else { "off" }
     ))
     .map_err(|e| format!("SET failed: {e}"))?;
+    if let Query::AcrossRoles {
+        first,
+        then,
+        body,
+        arg,
+    } = q
+    {
+        return across_roles(c, first, then, body, arg);
+    }
     let (setup, sql, teardown) = match q {
+        Query::AcrossRoles { .. } => unreachable!("answered above"),
         Query::Plain(s) => (String::new(), s.clone(), String::new()),
         Query::Prepared { mode, body, arg } => (
             format!("PREPARE p(timestamptz) AS {body}; SET plan_cache_mode = {mode}"),
@@ -470,6 +527,32 @@ fn outcome(c: &mut Client, q: &Query, rewrite: bool) -> Result<Vec<String>, Stri
     if !teardown.is_empty() {
         c.batch_execute(&teardown).map_err(|e| describe(&e))?;
     }
+    result
+}
+
+/// Both runs of a cached generic plan, the first as `first` and the second as `then`; an error
+/// in either is the outcome, named after the run.
+fn across_roles(
+    c: &mut Client,
+    first: &str,
+    then: &str,
+    body: &str,
+    arg: &str,
+) -> Result<Vec<String>, String> {
+    c.batch_execute(&format!(
+        "PREPARE p(timestamptz) AS {body}; SET plan_cache_mode = force_generic_plan"
+    ))
+    .map_err(|e| describe(&e))?;
+    let mut run = |role: &str| {
+        c.batch_execute(&format!("SET ROLE {role}"))
+            .map_err(|e| describe(&e))?;
+        sorted_rows(c, &format!("EXECUTE p({arg})")).map_err(|e| describe(&e))
+    };
+    let result = run(first)
+        .map_err(|e| format!("as {first}: {e}"))
+        .and_then(|_| run(then).map_err(|e| format!("as {then}: {e}")));
+    c.batch_execute("RESET ROLE; DEALLOCATE p; RESET plan_cache_mode")
+        .map_err(|e| format!("the connection is gone: {e}"))?;
     result
 }
 

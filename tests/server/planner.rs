@@ -425,6 +425,55 @@ fn revoked_bound_functions_leave_the_condition_as_written() {
     c.batch_execute("RESET ROLE").unwrap();
 }
 
+/// Issue 19, item 1: whether the current user may call the bound functions is known for the
+/// role a plan is made for only. A generic plan cached under one role and run under another
+/// (SET ROLE, a pooler, a SECURITY DEFINER function) must give that role the rows the query
+/// gives it with the rewrite off, so such plans are made again for each role.
+#[test]
+fn a_plan_cached_under_one_role_gives_another_the_same_rows() {
+    let mut c = fresh_db("t_plan_cached_roles");
+    c.batch_execute(
+        "CREATE TABLE o (id objectid PRIMARY KEY); \
+         INSERT INTO o SELECT gen_objectid_at(now() - i * interval '1 hour') FROM generate_series(1, 1000) i; \
+         DROP ROLE IF EXISTS cached_bob; CREATE ROLE cached_bob; GRANT SELECT ON o TO cached_bob; \
+         REVOKE EXECUTE ON FUNCTION objectid_first_at_or_after(timestamptz) FROM PUBLIC; \
+         SET plan_cache_mode = force_generic_plan; \
+         PREPARE g(timestamptz) AS SELECT count(*) FROM o WHERE objectid_timestamp(id) >= $1",
+    )
+    .unwrap();
+    let count = |c: &mut Client| one_i64(c, "EXECUTE g('2021-01-01')");
+    for setting in ["on", "off"] {
+        c.batch_execute(&format!(
+            "RESET ROLE; SET pg_objectid.time_index_paths = {setting}"
+        ))
+        .unwrap();
+        assert_eq!(count(&mut c), 1000, "as the superuser, rewrite {setting}");
+        c.batch_execute("SET ROLE cached_bob").unwrap();
+        assert_eq!(count(&mut c), 1000, "as cached_bob, rewrite {setting}");
+        c.batch_execute("RESET ROLE").unwrap();
+        assert_eq!(count(&mut c), 1000, "back as the superuser, {setting}");
+    }
+    // The same plan reached from inside a SECURITY DEFINER function owned by cached_bob, and the
+    // superuser's plan still rewritten (the check is not simply skipped).
+    c.batch_execute(
+        "RESET pg_objectid.time_index_paths; \
+         CREATE FUNCTION bobs_count(t timestamptz) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER \
+           SET plan_cache_mode = force_generic_plan \
+           AS $$ BEGIN RETURN (SELECT count(*) FROM public.o WHERE public.objectid_timestamp(id) >= t); END $$; \
+         ALTER FUNCTION bobs_count(timestamptz) OWNER TO cached_bob",
+    )
+    .unwrap();
+    for _ in 0..3 {
+        assert_eq!(one_i64(&mut c, "SELECT bobs_count('2021-01-01')"), 1000);
+        assert_eq!(count(&mut c), 1000);
+    }
+    let plan = explain(
+        &mut c,
+        "SELECT count(*) FROM o WHERE objectid_timestamp(id) >= now() - interval '1 day'",
+    );
+    assert!(plan.contains("objectid_first_at_or_after"), "{plan}");
+}
+
 /// An index on `objectid_timestamp(id)` of a child table or partition only (not of the parent)
 /// keeps the condition as written, so that index is still used for a query on the parent.
 #[test]
