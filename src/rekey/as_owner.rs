@@ -103,7 +103,7 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
 
 /// Runs `f`, which runs a table owner's code, in a subtransaction of its own, as PL/pgSQL runs a
 /// block with an exception handler (exec_stmt_block in pl_exec.c), after
-/// SessionState::no_idle_cursors; then refuses what it left in the caller's session
+/// SessionState::no_idle_cursors and no_large_objects; then refuses what it left in the caller's session
 /// (SessionState), naming `whose` code ran. On an
 /// error the subtransaction's abort undoes everything the code did in the database and the
 /// session but the session-level advisory locks it took or released, which are put back before
@@ -113,6 +113,7 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
 pub(super) fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
     let before = SessionState::now();
     before.no_idle_cursors();
+    before.no_large_objects();
     // SAFETY: exec_stmt_block's sequence: the subtransaction begins here and is released or rolled
     // back here, with the caller's memory context and resource owner put back after each step.
     // The pins are taken in the caller's resource owner, outside the subtransaction, and released
@@ -465,7 +466,11 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &[u8]) -> Option<JsonB> {
         Spi::connect(|_client| {
             execute(&wrapped, &[], true, true, |processed, first| {
                 if processed > 1 {
-                    error!("a rekey read returned more than one row");
+                    ereport!(
+                        ERROR,
+                        PgSqlErrorCode::ERRCODE_CARDINALITY_VIOLATION,
+                        format!("a rekey read returned more than one row: \"{query}\"")
+                    );
                 }
                 first.first().copied().and_then(|(datum, isnull, type_oid)| {
                     // The wrapper makes it jsonb; checked all the same, as reading any other
@@ -483,6 +488,16 @@ fn rekey_read_as_owner(relid: pg_sys::Oid, query: &[u8]) -> Option<JsonB> {
             })
         })
     })
+}
+
+/// Refuses a relation that no longer exists (or never did), as PostgreSQL refuses a name it
+/// cannot find.
+fn gone(relid: pg_sys::Oid, what: &str) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+        format!("the {what} (OID {}) does not exist", relid.to_u32())
+    );
 }
 
 /// The new key of `old_key` in the mapping table `mapping`, for rekey_translate: read as the
@@ -512,8 +527,29 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
             )
         );
     }
+    // The new key is read as a uuid: a column of another type is refused here, as
+    // rekey_mapping_problem refuses it for rekey_translate, not left to the conversion.
+    let uuid_columns = Spi::get_one_with_args::<i64>(
+        "SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute a
+          WHERE a.attrelid OPERATOR(pg_catalog.=) $1
+            AND a.attname OPERATOR(pg_catalog.=) ANY ('{old_key,new_key}'::pg_catalog.name[])
+            AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.uuid'::pg_catalog.regtype
+            AND NOT a.attisdropped",
+        &[mapping.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot read the mapping table's columns: {e}"));
+    if uuid_columns != Some(2) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "the mapping table (OID {}) needs old_key and new_key of type uuid",
+                mapping.to_u32()
+            )
+        );
+    }
     let name = relation_name(mapping, "the mapping table")
-        .unwrap_or_else(|| error!("the mapping table (OID {}) is gone", mapping.to_u32()));
+        .unwrap_or_else(|| gone(mapping, "mapping table"));
     let owner = relation_owner(mapping);
     let query =
         format!("SELECT m.new_key FROM ONLY {name} m WHERE m.old_key OPERATOR(pg_catalog.=) $1");
@@ -536,7 +572,7 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
 #[pg_extern(sql = false)]
 fn rekey_refresh_materialized_view(matview: pg_sys::Oid) {
     let name = relation_name(matview, "the materialized view")
-        .unwrap_or_else(|| error!("the materialized view (OID {}) is gone", matview.to_u32()));
+        .unwrap_or_else(|| gone(matview, "materialized view"));
     guarded(&format!("the owner of materialized view {name}"), || {
         Spi::connect_mut(|client| {
             client

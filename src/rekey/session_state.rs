@@ -1,10 +1,10 @@
 //! What a table owner's code could leave in the caller's session that outlives PostgreSQL's
-//! security-restricted operation (objects in the temporary schema, advisory locks, cursors),
-//! read before and after each operation of as_owner.rs, and the cursors that must not be open
-//! while the owner's code runs.
+//! security-restricted operation (objects in the temporary schema, advisory locks, cursors,
+//! large-object descriptors), read before and after each operation of as_owner.rs, and the
+//! cursors and large objects that must not be open while the owner's code runs.
 
 use std::cell::OnceCell;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::mem::ManuallyDrop;
 
 use pgrx::prelude::*;
@@ -222,6 +222,26 @@ fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
     taken
 }
 
+/// Whether this transaction has opened a large object. be-fsstubs.c keeps the descriptors in a
+/// static array with no accessor, allocated in a memory context named "Filesystem" that it creates
+/// under TopMemoryContext for the first one (newLOfd) and
+/// deletes only at the transaction's end (AtEOXact_LargeObject): its presence means "may have a
+/// descriptor open", which errs on the side of refusing.
+fn large_objects_opened() -> bool {
+    // SAFETY: walks the children of TopMemoryContext, which exists in every backend, reading each
+    // one's name (a C string that lives as long as the context) at once.
+    unsafe {
+        let mut child = (*pg_sys::TopMemoryContext).firstchild;
+        while !child.is_null() {
+            if !(*child).name.is_null() && CStr::from_ptr((*child).name) == c"Filesystem" {
+                return true;
+            }
+            child = (*child).nextchild;
+        }
+    }
+    false
+}
+
 /// What the owner's code could leave in the caller's session that outlives PostgreSQL's
 /// security-restricted operation, compared before and after each one here; any change is an error
 /// (42501), which rolls it back with the rest:
@@ -234,11 +254,14 @@ fn taken_in_operation(locks: &[AdvisoryHold]) -> bool {
 ///   taken again or swapped for a transaction-level one changes what the caller's own unlocks do;
 ///   after the error, guarded puts them back as they were (restore_advisory_locks);
 /// - the session's cursors: one declared inside runs its query as whoever fetches from it later.
+/// - large-object descriptors: whoever holds one may read and write through it, whatever their
+///   rights (PostgreSQL checks them when it is opened), until the transaction ends.
 #[derive(PartialEq)]
 pub(super) struct SessionState {
     temporary: (pg_sys::Oid, String),
     locks: Vec<AdvisoryHold>,
     cursors: Vec<Vec<u8>>,
+    large_objects: bool,
 }
 
 impl SessionState {
@@ -248,6 +271,7 @@ impl SessionState {
             temporary,
             locks: advisory_locks(),
             cursors,
+            large_objects: large_objects_opened(),
         }
     }
 
@@ -322,6 +346,8 @@ impl SessionState {
             "took or released advisory locks of your session"
         } else if now.cursors != self.cursors {
             "opened or closed cursors of your session"
+        } else if now.large_objects != self.large_objects {
+            "opened large objects in your transaction"
         } else {
             "created or dropped objects in your session's temporary schema"
         };
@@ -329,9 +355,24 @@ impl SessionState {
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!("the code of {whose} {what}"),
-            "Advisory locks, cursors and temporary objects outlive the operation that ran the code; \
-             the rekey toolkit runs none of a table owner's code that leaves any."
+            "Advisory locks, cursors, large-object descriptors and temporary objects outlive the \
+             operation that ran the code; the rekey toolkit runs none of a table owner's code that \
+             leaves any."
         );
+    }
+
+    /// Refuses while the transaction has opened a large object: the owner's code could read or
+    /// write it through the descriptor (`loread(0, ...)`) without any right on it, or close it
+    /// and open one of its own under the same number for the caller to write to next.
+    pub(super) fn no_large_objects(&self) {
+        if self.large_objects {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "cannot run a table owner's code in a transaction that has opened a large object",
+                "The owner's code could read or write it through its descriptor. Run the rekey toolkit in a transaction of its own."
+            );
+        }
     }
 
     /// Refuses while the session had an open cursor that is not running when `self` was read: the

@@ -2177,6 +2177,158 @@ fn review_7_a_temporary_object_swapped_for_another_is_refused() {
     }
 }
 
+/// The eighth review (High): a large-object descriptor serves whoever holds it, with no check of
+/// rights after lo_open, until the transaction ends. With one of the caller's open, the owner's
+/// code read and overwrote the caller's large object through it; opening one of its own under the
+/// caller's next descriptor number, it had the caller write there. The toolkit refuses to run the
+/// owner's code while the transaction has opened a large object, and refuses code that opens one.
+#[test]
+fn review_8_large_objects_of_the_callers_transaction_are_out_of_reach() {
+    let db = "t_rekey_review_8_lo";
+    let (mut admin, mut owner) = owner_with_a_mode(db, "rekey_lo_owner");
+    owner
+        .batch_execute(
+            "CREATE SEQUENCE m.seen;
+             CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+             DECLARE b bytea;
+             BEGIN
+               IF session_user <> 'rekey_lo_owner' THEN
+                 IF (SELECT action FROM m.mode) = 'open' THEN
+                   PERFORM pg_catalog.lo_open(777802, x'60000'::int);
+                 END IF;
+                 FOR i IN 0..3 LOOP
+                   BEGIN
+                     b := pg_catalog.loread(i, 100);
+                     PERFORM pg_catalog.nextval('m.seen');
+                     PERFORM pg_catalog.lo_lseek(i, 0, 0);
+                     PERFORM pg_catalog.lowrite(i, 'PWNED'::bytea);
+                   EXCEPTION WHEN OTHERS THEN NULL;
+                   END;
+                 END LOOP;
+               END IF;
+               RETURN true;
+             END $$;
+             SELECT pg_catalog.lo_from_bytea(777802, 'the owner''s');
+             GRANT SELECT, UPDATE ON LARGE OBJECT 777802 TO PUBLIC;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.act()));
+             INSERT INTO m.t (at) SELECT now() - i * interval '1 hour' FROM generate_series(1, 5) i;
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    admin
+        .batch_execute(
+            "SELECT lo_from_bytea(777801, 'superuser secret');
+             REVOKE ALL ON LARGE OBJECT 777801 FROM PUBLIC;",
+        )
+        .unwrap();
+    let secret =
+        |admin: &mut Client| one_string(admin, "SELECT convert_from(lo_get(777801), 'UTF8')");
+    // The caller's descriptor open: refused before any of the owner's code runs, for a rekey in
+    // one transaction and for a read (the counts run the owner's index expressions).
+    for call in [
+        "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
+        "SELECT count(*) FROM rekey_assess('m.t')",
+    ] {
+        admin
+            .batch_execute("BEGIN; SELECT lo_open(777801, x'60000'::int)")
+            .unwrap();
+        let message = expect_error(
+            &mut admin,
+            call,
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        assert!(message.contains("large object"), "{call}: {message}");
+        admin.batch_execute("ROLLBACK").unwrap();
+        assert_eq!(secret(&mut admin), "superuser secret", "{call}");
+        assert_eq!(
+            one_bool(&mut admin, "SELECT is_called FROM m.seen"),
+            false,
+            "{call}: the owner's code read a descriptor"
+        );
+    }
+    // The owner's code opening a large object of its own is refused, in both run modes, and
+    // nothing it opened is left for the caller.
+    owner
+        .batch_execute("UPDATE m.mode SET action = 'open'")
+        .unwrap();
+    for call in [
+        "CALL rekey_run('m.t', 'at')",
+        "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
+    ] {
+        let message = expect_error(
+            &mut admin,
+            call,
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        assert!(message.contains("large objects"), "{call}: {message}");
+        let _ = admin.batch_execute("SELECT rekey_forget('m.t')");
+    }
+    assert_eq!(
+        one_string(&mut admin, "SELECT convert_from(lo_get(777802), 'UTF8')"),
+        "the owner's"
+    );
+    // Without large objects, the same table is rekeyed.
+    owner
+        .batch_execute("UPDATE m.mode SET action = 'none'")
+        .unwrap();
+    admin.batch_execute("CALL rekey_run('m.t', 'at')").unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM m.t WHERE uuid_extract_version(id) = 7"
+        ),
+        5
+    );
+    admin
+        .batch_execute("BEGIN; SELECT lo_open(777801, x'60000'::int)")
+        .unwrap();
+    let message = expect_error(
+        &mut admin,
+        "SELECT count(*) FROM rekey_verify('m.t')",
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    );
+    assert!(message.contains("large object"), "{message}");
+    admin.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(secret(&mut admin), "superuser secret");
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_lo_owner'"
+    ));
+}
+
+/// The eighth review (Low): internal functions anyone may call answered XX000 to arguments the
+/// toolkit never passes; each now has its SQLSTATE.
+#[test]
+fn review_8_internal_functions_refuse_bad_arguments_with_their_sqlstate() {
+    let mut admin = fresh_db("t_rekey_review_8_low");
+    hostile_role(&mut admin, "rekey_review8_nobody");
+    let mut nobody = connect_as("t_rekey_review_8_low", "rekey_review8_nobody");
+    nobody
+        .batch_execute(
+            "CREATE TEMP TABLE m1 (old_key uuid, new_key int8);
+             CREATE TEMP TABLE tt (x int);",
+        )
+        .unwrap();
+    use postgres::error::SqlState;
+    for (sql, state) in [
+        (
+            "SELECT objectid_internal.rekey_translate_read('m1'::regclass, '00000000-0000-4000-8000-000000000001')",
+            SqlState::DATATYPE_MISMATCH,
+        ),
+        (
+            "SELECT objectid_internal.rekey_refresh_materialized_view(0)",
+            SqlState::UNDEFINED_TABLE,
+        ),
+        (
+            "SELECT objectid_internal.rekey_read_as_owner('tt'::regclass, 'SELECT 1 AS x UNION ALL SELECT 2')",
+            SqlState::CARDINALITY_VIOLATION,
+        ),
+    ] {
+        expect_error(&mut nobody, sql, &state);
+    }
+}
+
 /// A database whose hostile role `role` owns schema m with a table m.mode of one row (action
 /// text, 'none'), which everyone may read: the owner's code reads from it what to do, and the
 /// owner changes it between calls. Returns the superuser's and the owner's connections.
