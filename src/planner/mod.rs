@@ -18,8 +18,10 @@
 //!
 //! For objectid the rewritten condition is exact (true for exactly the same rows), so it replaces
 //! the original, and the row estimate is that of the key's range, counted once. Only where an
-//! index of the table uses `objectid_timestamp(...)` in its expressions or predicate does the
-//! original stay as well, so that the index remains usable.
+//! index, a partition key or a CHECK constraint of the table (or of the tables and partitions the
+//! scan reaches, or above a partition) uses `objectid_timestamp(...)` does the original stay as
+//! well, so that index matching, partition pruning and constraint exclusion, which match the
+//! condition as written, keep working.
 //!
 //! For `uuid_extract_timestamp(id)` (the extension's, or PostgreSQL 18's) only version-7 UUIDs
 //! sort by their time, so the rewrite needs proof that the column holds nothing else: a valid

@@ -68,22 +68,112 @@ pub(crate) unsafe fn check_says_only_v7(
     }
 }
 
-/// Whether a time condition on `relid` must stay in the query next to its index bound, because
-/// the table, or with `inh` any of its children and partitions, has an index whose expressions
-/// or predicate call the time function: such an index can only be used (or proven to cover the
-/// query, `predicate_implied_by`) through the condition as written.
-pub(crate) unsafe fn condition_serves_an_index(
+/// Whether a time condition on `relid` must stay in the query as written, next to its rewritten
+/// form, because PostgreSQL matches something of the table's against the condition as written,
+/// and would no longer find it:
+/// - an index whose expressions or predicate call the time function (index matching, and
+///   `predicate_implied_by` for a partial index), of the table or, with `inh`, of any child or
+///   partition;
+/// - a partition key that calls it, of the table, of a partitioned table below it (partition
+///   pruning, `match_clause_to_partition_key`) or above it (a partition queried directly is
+///   excluded by its partition constraint, which repeats its ancestors' keys);
+/// - a CHECK constraint that calls it, of the table or a child or partition (constraint
+///   exclusion, `relation_excluded_by_constraints`).
+pub(crate) unsafe fn condition_needed_as_written(
     relid: pg_sys::Oid,
     inh: bool,
     function: pg_sys::Oid,
 ) -> bool {
     unsafe {
+        let calls = |text: *mut core::ffi::c_char| {
+            calls_function(pg_sys::stringToNode(text).cast(), function)
+        };
+        let ancestors = if pg_sys::get_rel_relispartition(relid) {
+            list_oids(get_partition_ancestors(relid)).collect()
+        } else {
+            Vec::new()
+        };
         scanned_relations(relid, inh).any(|table| {
-            index_definitions(table)
-                .into_iter()
-                .any(|text| calls_function(pg_sys::stringToNode(text).cast(), function))
-        })
+            index_definitions(table).into_iter().any(calls)
+                || partition_key(table).is_some_and(calls)
+                || check_constraints(table).into_iter().any(calls)
+        }) || ancestors
+            .into_iter()
+            .any(|a| partition_key(a).is_some_and(calls))
     }
+}
+
+unsafe extern "C-unwind" {
+    // catalog/partition.h, the same from PostgreSQL 11 on; not in pgrx's bindings. Reads
+    // pg_inherits, locking no partition.
+    fn get_partition_ancestors(relid: pg_sys::Oid) -> *mut pg_sys::List;
+}
+
+/// pg_partitioned_table and pg_constraint, whose OIDs are fixed in their catalog headers, and
+/// the index of pg_constraint on (conrelid, contypid, conname); pgrx's bindings lack them.
+const PARTITIONED_TABLE: pg_sys::Oid = pg_sys::Oid::from_u32(3350);
+const CONSTRAINT: pg_sys::Oid = pg_sys::Oid::from_u32(2606);
+const CONSTRAINT_RELID_INDEX: u32 = 2665;
+
+/// The column number of `name` in catalog `catalog`, looked up rather than written down: it
+/// differs between versions (pg_constraint gained columns in 18).
+unsafe fn catalog_column(catalog: pg_sys::Oid, name: &core::ffi::CStr) -> pg_sys::AttrNumber {
+    unsafe { pg_sys::get_attnum(catalog, name.as_ptr()) }
+}
+
+/// The `nodeToString` text of the expressions of `table`'s partition key (pg_partitioned_table.
+/// partexprs), if it is partitioned by any; from the syscache, which needs no lock on the table.
+unsafe fn partition_key(table: pg_sys::Oid) -> Option<*mut core::ffi::c_char> {
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::PARTRELID as i32,
+            pg_sys::Datum::from(table),
+        );
+        if tuple.is_null() {
+            return None;
+        }
+        let mut isnull = true;
+        let datum = pg_sys::SysCacheGetAttr(
+            pg_sys::SysCacheIdentifier::PARTRELID as i32,
+            tuple,
+            catalog_column(PARTITIONED_TABLE, c"partexprs"),
+            &mut isnull,
+        );
+        let text = (!isnull).then(|| pg_sys::text_to_cstring(datum.cast_mut_ptr()));
+        pg_sys::ReleaseSysCache(tuple);
+        text
+    }
+}
+
+/// The `nodeToString` texts of `table`'s CHECK constraints (pg_constraint.conbin), read by
+/// conrelid without a lock on the table.
+unsafe fn check_constraints(table: pg_sys::Oid) -> Vec<*mut core::ffi::c_char> {
+    let mut out = Vec::new();
+    unsafe {
+        let (contype, conbin) = (
+            catalog_column(CONSTRAINT, c"contype"),
+            catalog_column(CONSTRAINT, c"conbin"),
+        );
+        super::catalog::scan_catalog(
+            CONSTRAINT,
+            CONSTRAINT_RELID_INDEX,
+            catalog_column(CONSTRAINT, c"conrelid") as u32,
+            table,
+            |tuple, desc| {
+                let mut isnull = true;
+                let kind = pg_sys::heap_getattr(tuple, contype.into(), desc, &mut isnull);
+                // contype 'c': CONSTRAINT_CHECK of catalog/pg_constraint.h.
+                if isnull || kind.value() as u8 != b'c' {
+                    return;
+                }
+                let datum = pg_sys::heap_getattr(tuple, conbin.into(), desc, &mut isnull);
+                if !isnull {
+                    out.push(pg_sys::text_to_cstring(datum.cast_mut_ptr()));
+                }
+            },
+        )
+    };
+    out
 }
 
 /// The table and, with `inh`, all its inheritance children and partitions, at any depth. Read

@@ -30,7 +30,8 @@ struct Level<'a> {
     varno: pg_sys::Index,
     relid: pg_sys::Oid,
     inh: bool,
-    /// Whether an index of the relation needs `objectid_timestamp(...)` as written; asked once.
+    /// Whether an index, partition key or CHECK constraint needs `objectid_timestamp(...)` as
+    /// written (proof::condition_needed_as_written); asked once.
     objectid_condition_kept: Option<bool>,
 }
 
@@ -159,7 +160,7 @@ unsafe fn rewrite_condition(
             TimeFunction::ObjectId => {
                 let exact = bound_conditions(c, level);
                 let kept = *level.objectid_condition_kept.get_or_insert_with(|| {
-                    proof::condition_serves_an_index(
+                    proof::condition_needed_as_written(
                         level.relid,
                         level.inh,
                         level.catalog.objectid_timestamp,

@@ -190,6 +190,83 @@ fn partitioned_tables_scan_each_partition_by_its_index_and_prune() {
     same_rows_on_and_off(&mut c, &q);
 }
 
+/// Issue 19, item 2: tables partitioned by `objectid_timestamp(id)`, at any level, and children
+/// whose CHECK constraints use it are pruned and excluded as with the rewrite off: pruning and
+/// constraint exclusion match the condition as written, so it stays beside the rewritten one.
+#[test]
+fn partitions_and_children_by_the_time_function_are_pruned_and_excluded() {
+    let mut c = fresh_db("t_plan_partitioned_by_time");
+    c.batch_execute(
+        "CREATE TABLE pe (id objectid NOT NULL, k int) PARTITION BY RANGE (objectid_timestamp(id)); \
+         CREATE TABLE pe_2020 PARTITION OF pe FOR VALUES FROM ('2020-01-01+00') TO ('2021-01-01+00'); \
+         CREATE TABLE pe_2021 PARTITION OF pe FOR VALUES FROM ('2021-01-01+00') TO ('2022-01-01+00') \
+           PARTITION BY RANGE (objectid_timestamp(id)); \
+         CREATE TABLE pe_2021_h1 PARTITION OF pe_2021 FOR VALUES FROM ('2021-01-01+00') TO ('2021-07-01+00'); \
+         CREATE TABLE pe_2021_h2 PARTITION OF pe_2021 FOR VALUES FROM ('2021-07-01+00') TO ('2022-01-01+00'); \
+         CREATE TABLE pe_rest PARTITION OF pe DEFAULT; \
+         CREATE INDEX ON pe (id); \
+         INSERT INTO pe SELECT gen_objectid_at('2019-06-01+00'::timestamptz + i * interval '1 hour'), i \
+           FROM generate_series(0, 40000) i; \
+         CREATE TABLE ie (id objectid NOT NULL, k int); \
+         CREATE TABLE ie_2020 (CHECK (objectid_timestamp(id) < '2021-01-01+00')) INHERITS (ie); \
+         CREATE TABLE ie_2021 (CHECK (objectid_timestamp(id) >= '2021-01-01+00')) INHERITS (ie); \
+         INSERT INTO ie_2020 SELECT id, k FROM pe WHERE objectid_timestamp(id) < '2021-01-01+00'; \
+         INSERT INTO ie_2021 SELECT id, k FROM pe WHERE objectid_timestamp(id) >= '2021-01-01+00'; \
+         CREATE INDEX ON ie_2020 (id); CREATE INDEX ON ie_2021 (id); \
+         ANALYZE",
+    )
+    .unwrap();
+    let march =
+        "objectid_timestamp(id) >= '2021-03-01+00' AND objectid_timestamp(id) < '2021-04-01+00'";
+    for (sql, scanned, not_scanned) in [
+        (
+            format!("SELECT count(*) FROM pe WHERE {march}"),
+            "pe_2021_h1",
+            &["pe_2020", "pe_2021_h2", "pe_rest"][..],
+        ),
+        (
+            format!("SELECT count(*) FROM pe_2021 WHERE {march}"),
+            "pe_2021_h1",
+            &["pe_2021_h2"][..],
+        ),
+        (
+            format!("SELECT count(*) FROM ie WHERE {march}"),
+            "ie_2021",
+            &["ie_2020"][..],
+        ),
+    ] {
+        for setting in ["on", "off"] {
+            c.batch_execute(&format!("SET pg_objectid.time_index_paths = {setting}"))
+                .unwrap();
+            let plan = explain(&mut c, &sql);
+            assert!(plan.contains(scanned), "{setting}: {sql}\n{plan}");
+            for other in not_scanned {
+                assert!(
+                    !plan.contains(other),
+                    "{setting}: {sql} scans {other}\n{plan}"
+                );
+            }
+        }
+        c.batch_execute("RESET pg_objectid.time_index_paths")
+            .unwrap();
+        assert_eq!(same_rows_on_and_off(&mut c, &sql), ["744"], "{sql}");
+    }
+    // A partition queried by itself, with constraint exclusion on: its partition constraint
+    // repeats its ancestors' keys, and excludes it.
+    c.batch_execute("SET constraint_exclusion = on").unwrap();
+    let plan = explain(
+        &mut c,
+        "SELECT count(*) FROM pe_2020 WHERE objectid_timestamp(id) >= '2021-03-01+00'",
+    );
+    assert!(!plan.contains("pe_2020"), "{plan}");
+    // The rewrite still happens: the key's index serves the time range.
+    let plan = explain(&mut c, &format!("SELECT k FROM pe WHERE {march}"));
+    assert!(
+        plan.contains("objectid_first_at_or_after") || plan.contains("id >="),
+        "{plan}"
+    );
+}
+
 /// Issue 10, item 7: without preloading, a session's very first query already gets the index,
 /// for `uuid_extract_timestamp` on a v7-only column as for `objectid_timestamp`.
 #[test]
