@@ -153,7 +153,7 @@ unsafe fn rewrite_condition(
         if c.strategy == Strategy::Equal && pg_sys::contain_vars_of_level(c.other, 0) {
             return vec![node];
         }
-        if !bounds_executable(c, level) {
+        if !executable(node, c, level) {
             return vec![node];
         }
         match c.function {
@@ -225,7 +225,10 @@ fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, p
 }
 
 /// Whether the current user may run everything the rewritten condition calls (an
-/// administrator may have revoked EXECUTE on a bound function).
+/// administrator may have revoked EXECUTE on a bound function), and everything the original
+/// `node` calls that the rewrite may drop (`objectid_timestamp` and the comparison's function,
+/// which the executor would otherwise refuse): the rewrite must neither fail where the original
+/// runs nor run where it fails. (A version-7 uuid condition always stays as written.)
 ///
 /// The answer holds for the current user only, so the plan is marked as depending on the role,
 /// as `create_foreignscan_plan` (createplan.c) marks a plan that assumed who the current user
@@ -233,9 +236,17 @@ fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, p
 /// instead of running a cached generic plan, made for one role, for another after SET ROLE, in
 /// a SECURITY DEFINER function or behind a pooler that switches roles. GRANT and REVOKE are
 /// caught already: they change the functions' pg_proc rows, which the plan depends on.
-unsafe fn bounds_executable(c: &TimeCondition, level: &Level) -> bool {
+/// (Before 18, a SQL-language function keeps its plans for the transaction outside the plan
+/// cache, whatever the role: PostgreSQL's own limitation, which docs/time-queries.md states.)
+unsafe fn executable(node: *mut pg_sys::Node, c: &TimeCondition, level: &Level) -> bool {
     unsafe {
         (*(*level.root).glob).dependsOnRole = true;
+        if c.function == TimeFunction::ObjectId
+            && !(catalog::executable(level.catalog.objectid_timestamp)
+                && catalog::executable(pg_sys::get_opcode((*node.cast::<pg_sys::OpExpr>()).opno)))
+        {
+            return false;
+        }
     }
     bounds(c, level.catalog)
         .0

@@ -500,6 +500,31 @@ fn revoked_bound_functions_leave_the_condition_as_written() {
     let q = "SELECT count(*) FROM ev WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
     assert!(explain(&mut c, q).contains("objectid_first_at_or_after"));
     c.batch_execute("RESET ROLE").unwrap();
+    // The ninth review: EXECUTE revoked on what the query itself calls (objectid_timestamp, or
+    // the comparison's function) is refused with the rewrite on as with it off, although the
+    // rewrite would drop the call.
+    for revoked in [
+        "objectid_timestamp(objectid)",
+        "pg_catalog.timestamptz_ge(timestamptz, timestamptz)",
+    ] {
+        c.batch_execute(&format!(
+            "REVOKE EXECUTE ON FUNCTION {revoked} FROM PUBLIC; SET ROLE plain_reader"
+        ))
+        .unwrap();
+        for setting in ["on", "off"] {
+            c.batch_execute(&format!("SET pg_objectid.time_index_paths = {setting}"))
+                .unwrap();
+            expect_error(
+                &mut c,
+                q,
+                &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+            );
+        }
+        c.batch_execute(&format!(
+            "RESET ROLE; RESET pg_objectid.time_index_paths; GRANT EXECUTE ON FUNCTION {revoked} TO PUBLIC"
+        ))
+        .unwrap();
+    }
 }
 
 /// Issue 19, item 1: whether the current user may call the bound functions is known for the
