@@ -103,7 +103,7 @@ fn one_owner(relid: pg_sys::Oid, owner: pg_sys::Oid) {
 
 /// Runs `f`, which runs a table owner's code, in a subtransaction of its own, as PL/pgSQL runs a
 /// block with an exception handler (exec_stmt_block in pl_exec.c), after
-/// SessionState::no_idle_cursors and no_large_objects; then refuses what it left in the caller's session
+/// SessionState::no_idle_cursors, no_large_objects and no_dblink; then refuses what it left in the caller's session
 /// (SessionState), naming `whose` code ran. On an
 /// error the subtransaction's abort undoes everything the code did in the database and the
 /// session but the session-level advisory locks it took or released, which are put back before
@@ -114,6 +114,7 @@ pub(super) fn guarded<R>(whose: &str, f: impl FnOnce() -> R) -> R {
     let before = SessionState::now();
     before.no_idle_cursors();
     before.no_large_objects();
+    SessionState::no_dblink();
     // SAFETY: exec_stmt_block's sequence: the subtransaction begins here and is released or rolled
     // back here, with the caller's memory context and resource owner put back after each step.
     // The pins are taken in the caller's resource owner, outside the subtransaction, and released

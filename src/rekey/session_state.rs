@@ -242,6 +242,17 @@ fn large_objects_opened() -> bool {
     false
 }
 
+/// Whether dblink is loaded in this backend. Its connections, named and the unnamed one, serve
+/// whoever calls `dblink_exec` on them with the rights they were opened with (its functions are
+/// PUBLIC), so the owner's code could run statements as the caller through one; dblink keeps
+/// them in its own statics, which nothing outside it can list (dblink_get_connections leaves the
+/// unnamed one out). PostgreSQL loads libraries with RTLD_GLOBAL (dfmgr.c), so a symbol of
+/// dblink's is found exactly when it is loaded.
+fn dblink_loaded() -> bool {
+    // SAFETY: a lookup in the process's global symbol table; the pointer is only compared.
+    unsafe { !libc::dlsym(libc::RTLD_DEFAULT, c"dblink_connect".as_ptr()).is_null() }
+}
+
 /// What the owner's code could leave in the caller's session that outlives PostgreSQL's
 /// security-restricted operation, compared before and after each one here; any change is an error
 /// (42501), which rolls it back with the rest:
@@ -359,6 +370,21 @@ impl SessionState {
              operation that ran the code; the rekey toolkit runs none of a table owner's code that \
              leaves any."
         );
+    }
+
+    /// Refuses while dblink is loaded in the session (dblink_loaded): the owner's code could run
+    /// statements through the caller's connections. The same holds for PostgreSQL's own
+    /// maintenance commands (a materialized view's query can call dblink_exec while the caller
+    /// refreshes it), which is why it is refused here rather than left to the caller.
+    pub(super) fn no_dblink() {
+        if dblink_loaded() {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "cannot run a table owner's code in a session that has loaded dblink",
+                "The owner's code could run statements through your dblink connections. Run the rekey toolkit in a new session that does not use dblink."
+            );
+        }
     }
 
     /// Refuses while the transaction has opened a large object: the owner's code could read or

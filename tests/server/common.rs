@@ -212,3 +212,28 @@ pub fn error_of(c: &mut Client, sql: &str) -> (SqlState, String) {
         format!("{} | {}", db.message(), db.detail().unwrap_or("")),
     )
 }
+
+/// A login role for an attack, made or, if an earlier run left it, stripped of superuser again:
+/// each attack starts from a role that has nothing.
+pub fn hostile_role(admin: &mut Client, name: &str) {
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN
+                     EXECUTE 'ALTER ROLE {name} NOSUPERUSER';
+                 ELSE
+                     CREATE ROLE {name} LOGIN;
+                 END IF;
+             END $$"
+        ))
+        .unwrap();
+}
+
+/// A connection to database `db` as role `role`.
+pub fn connect_as(db: &str, role: &str) -> Client {
+    Client::connect(
+        &format!("{} dbname={db} user={role}", dsn()),
+        postgres::NoTls,
+    )
+    .unwrap_or_else(|e| panic!("cannot connect to {db} as {role}: {e:?}"))
+}

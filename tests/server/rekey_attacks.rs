@@ -236,30 +236,6 @@ fn hostile_tables(db: &str, code: &str) -> Client {
     admin
 }
 
-/// A login role for an attack, made or, if an earlier run left it, stripped of superuser again:
-/// each attack starts from a role that has nothing.
-fn hostile_role(admin: &mut Client, name: &str) {
-    admin
-        .batch_execute(&format!(
-            "DO $$ BEGIN
-                 IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{name}') THEN
-                     EXECUTE 'ALTER ROLE {name} NOSUPERUSER';
-                 ELSE
-                     CREATE ROLE {name} LOGIN;
-                 END IF;
-             END $$"
-        ))
-        .unwrap();
-}
-
-fn connect_as(db: &str, role: &str) -> Client {
-    Client::connect(
-        &format!("{} dbname={db} user={role}", dsn()),
-        postgres::NoTls,
-    )
-    .unwrap_or_else(|e| panic!("cannot connect to {db} as {role}: {e:?}"))
-}
-
 /// How many times a sequence of the hostile role was advanced since it was reset.
 fn counted(c: &mut Client, sequence: &str) -> i64 {
     one_i64(
@@ -2327,6 +2303,79 @@ fn review_8_internal_functions_refuse_bad_arguments_with_their_sqlstate() {
     ] {
         expect_error(&mut nobody, sql, &state);
     }
+}
+
+/// The ninth review (High, with dblink in use): a dblink connection serves whoever calls
+/// dblink_exec on it, with the rights it was opened with, and its functions are PUBLIC. With the
+/// superuser's connection open, the owner's CHECK ran ALTER ROLE ... SUPERUSER through it (as a
+/// materialized view's query can during PostgreSQL's own REFRESH). The toolkit now runs no owner
+/// code in a session that has loaded dblink. Servers without dblink (13's here) skip the attack.
+#[test]
+fn review_9_the_callers_dblink_connections_are_out_of_reach() {
+    let db = "t_rekey_review_9_dblink";
+    let (mut admin, mut owner) = owner_with_a_mode(db, "rekey_dblink_owner");
+    if admin.batch_execute("CREATE EXTENSION dblink").is_err() {
+        println!("dblink is not available on this server: attack not run");
+        return;
+    }
+    owner
+        .batch_execute(
+            "CREATE FUNCTION m.act() RETURNS boolean LANGUAGE plpgsql AS $$
+             BEGIN
+               IF session_user <> 'rekey_dblink_owner' THEN
+                 BEGIN
+                   PERFORM public.dblink_exec('admin', 'ALTER ROLE rekey_dblink_owner SUPERUSER');
+                 EXCEPTION WHEN OTHERS THEN NULL;
+                 END;
+               END IF;
+               RETURN true;
+             END $$;
+             CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now(),
+                               c int DEFAULT 1 CHECK (m.act()));
+             INSERT INTO m.t (at) SELECT now() - i * interval '1 hour' FROM generate_series(1, 5) i;
+             ALTER TABLE m.t ALTER COLUMN id SET DEFAULT public.uuidv7();",
+        )
+        .unwrap();
+    let connected = admin.batch_execute(&format!(
+        "SELECT public.dblink_connect('admin', {})",
+        quote(&format!("{} dbname={db}", dsn()))
+    ));
+    if let Err(e) = connected {
+        println!("dblink cannot connect here ({e}): attack not run");
+        return;
+    }
+    for call in [
+        "CALL rekey_run('m.t', 'at')",
+        "SELECT count(*) FROM rekey_assess('m.t')",
+    ] {
+        let message = expect_error(
+            &mut admin,
+            call,
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        assert!(message.contains("dblink"), "{call}: {message}");
+        assert!(
+            !one_bool(
+                &mut admin,
+                "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dblink_owner'"
+            ),
+            "{call}"
+        );
+    }
+    // A session that has not loaded dblink rekeys a table whose owner's code does not use it
+    // (code that does loads dblink in the caller's session: the next batch is refused).
+    owner
+        .batch_execute(
+            "CREATE OR REPLACE FUNCTION m.act() RETURNS boolean LANGUAGE sql AS 'SELECT true'",
+        )
+        .unwrap();
+    drop(admin);
+    let mut admin = connect_as(db, "postgres");
+    admin.batch_execute("CALL rekey_run('m.t', 'at')").unwrap();
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dblink_owner'"
+    ));
 }
 
 /// A database whose hostile role `role` owns schema m with a table m.mode of one row (action
