@@ -7,6 +7,7 @@
 mod common;
 
 mod aggregates;
+mod attacks;
 mod binary;
 mod casts;
 mod crash;

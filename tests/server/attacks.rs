@@ -1,0 +1,333 @@
+//! The whole extension against the attack classes of ../shared/reference/security.md, outside the
+//! rekey toolkit (whose own suite is rekey_attacks.rs) and the planner (differential.rs and
+//! planner.rs): install and update scripts that meet objects a hostile role made first, what the
+//! role that installs the extension can change afterwards, and LEAKPROOF functions, which
+//! PostgreSQL lets see rows a security barrier hides and so must never fail on what they see.
+//! Each test prints the class it covers and how much of it it tried.
+
+use postgres::error::SqlState;
+use postgres::Client;
+
+use crate::common::*;
+
+/// Every function and procedure of the extension in a fresh install of this version: schema,
+/// name, identity arguments, kind.
+fn current_routines() -> Vec<(String, String, String, String)> {
+    let mut c = fresh_db("t_attack_routines");
+    c.query(
+        "SELECT n.nspname::text, p.proname::text, pg_get_function_identity_arguments(p.oid),
+                p.prokind::text
+           FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+           JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+            AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid')
+            AND d.classid = 'pg_proc'::regclass
+          ORDER BY 1, 2, 3",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect()
+}
+
+/// The releases frozen in sql/releases/, oldest first.
+fn earlier_releases() -> Vec<String> {
+    let mut releases: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+    releases.sort_by_key(|v| {
+        v.split('.')
+            .map(|n| n.parse::<u32>().unwrap())
+            .collect::<Vec<_>>()
+    });
+    releases
+}
+
+/// Class 2 (names resolved while a script runs): before `CREATE EXTENSION`, and before
+/// `ALTER EXTENSION ... UPDATE` from each earlier release, a hostile role that may create in the
+/// extension's schema makes a routine of the same name and arguments as each one the script is
+/// about to make there (and the internal schema, where the script makes it), each a trap that
+/// makes the role a superuser if anyone with that right runs it. The scripts create without
+/// `OR REPLACE` or `IF NOT EXISTS`, so they must stop at the first such object, with PostgreSQL's
+/// duplicate-object error, having run none of the role's code.
+#[test]
+fn install_and_update_stop_at_objects_a_hostile_role_made_first() {
+    let current = current_routines();
+    let mut starts: Vec<Option<String>> = vec![None];
+    starts.extend(earlier_releases().into_iter().map(Some));
+    let mut planted_total = 0;
+    for start in &starts {
+        let db = "t_attack_preplanted";
+        let mut admin = fresh_database(db);
+        hostile_role(&mut admin, "attack_planter");
+        // What a database owner has, or on 13 and 14 any role in public.
+        admin
+            .batch_execute(&format!(
+                "GRANT CREATE ON SCHEMA public TO attack_planter; GRANT CREATE ON DATABASE {db} TO attack_planter"
+            ))
+            .unwrap();
+        if let Some(release) = start {
+            admin
+                .batch_execute(&format!("CREATE EXTENSION pg_objectid VERSION '{release}'"))
+                .unwrap();
+        }
+        let existing: Vec<(String, String, String)> = admin
+            .query(
+                "SELECT n.nspname::text, p.proname::text, pg_get_function_identity_arguments(p.oid)
+                   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                  WHERE n.nspname IN ('public', 'objectid_internal')",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let internal_exists = one_bool(
+            &mut admin,
+            "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'objectid_internal')",
+        );
+        let mut planter = connect_as(db, "attack_planter");
+        planter
+            .batch_execute(
+                "CREATE FUNCTION public.attack_trap() RETURNS void LANGUAGE plpgsql AS $$
+                 BEGIN
+                   IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                     EXECUTE 'ALTER ROLE attack_planter SUPERUSER';
+                   END IF;
+                 END $$",
+            )
+            .unwrap();
+        // Routines whose argument types exist yet (a fresh install has no objectid type) are
+        // planted; the rest cannot be, by anyone.
+        let mut planted = 0;
+        for (schema, name, args, kind) in &current {
+            if schema != "public"
+                || existing
+                    .iter()
+                    .any(|(s, n, a)| s == schema && n == name && a == args)
+            {
+                continue;
+            }
+            let routine = if kind == "p" { "PROCEDURE" } else { "FUNCTION" };
+            let returns = if kind == "p" { "" } else { "RETURNS void" };
+            let sql = format!(
+                "CREATE {routine} public.{name}({args}) {returns} LANGUAGE plpgsql AS $$
+                 BEGIN PERFORM public.attack_trap(); END $$"
+            );
+            if planter.batch_execute(&sql).is_ok() {
+                planted += 1;
+            }
+        }
+        if !internal_exists {
+            planter
+                .batch_execute("CREATE SCHEMA objectid_internal")
+                .unwrap_or_else(|e| panic!("the planter cannot create the schema: {e}"));
+            planted += 1;
+        }
+        assert!(planted > 0, "{start:?}: nothing to plant");
+        planted_total += planted;
+        let command = match start {
+            None => "CREATE EXTENSION pg_objectid".to_string(),
+            Some(_) => "ALTER EXTENSION pg_objectid UPDATE".to_string(),
+        };
+        let error = admin.batch_execute(&command).unwrap_err();
+        let code = error.as_db_error().map(|e| e.code().clone());
+        assert!(
+            code == Some(SqlState::DUPLICATE_FUNCTION)
+                || code == Some(SqlState::DUPLICATE_SCHEMA)
+                || code == Some(SqlState::DUPLICATE_OBJECT),
+            "{start:?}: {command} failed otherwise: {error:?}"
+        );
+        assert!(
+            !one_bool(
+                &mut admin,
+                "SELECT rolsuper FROM pg_roles WHERE rolname = 'attack_planter'"
+            ),
+            "{start:?}: the planter's code ran as a superuser"
+        );
+        let version = one_string(
+            &mut admin,
+            "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'), 'none')",
+        );
+        assert_eq!(
+            Some(version.as_str()),
+            Some(start.as_deref().unwrap_or("none")),
+            "nothing changed"
+        );
+        drop(planter);
+    }
+    println!(
+        "attack class 2, install and update scripts: {} starts (fresh and {} earlier releases), {planted_total} objects planted first; each script stopped with a duplicate-object error and ran nothing of the planter's",
+        starts.len(),
+        starts.len() - 1
+    );
+}
+
+/// Class 3 (who owns what): after a trusted install by a database owner who is no superuser, the
+/// extension's objects belong to the bootstrap superuser, so the installing role can drop the
+/// extension but change nothing in it: not replace, rename or re-own a function, not add a
+/// routine to the internal schema or rename it, not change the toolkit's state table, its casts,
+/// operators or operator families.
+#[test]
+fn a_trusted_install_leaves_its_installer_nothing_to_change() {
+    let db = "t_attack_trusted";
+    let mut admin = fresh_database(db);
+    hostile_role(&mut admin, "attack_installer");
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} OWNER TO attack_installer"))
+        .unwrap();
+    let mut installer = connect_as(db, "attack_installer");
+    installer
+        .batch_execute("CREATE EXTENSION pg_objectid")
+        .unwrap();
+    let attempts = [
+        "ALTER FUNCTION public.gen_objectid() OWNER TO attack_installer",
+        "ALTER FUNCTION public.gen_objectid() RENAME TO gen_objectid_old",
+        "ALTER FUNCTION public.objectid_timestamp(public.objectid) SET search_path = public",
+        "CREATE OR REPLACE FUNCTION public.objectid_timestamp(public.objectid) RETURNS timestamptz \
+         LANGUAGE sql AS 'SELECT now()'",
+        "CREATE OR REPLACE FUNCTION public.rekey_assess(regclass) RETURNS SETOF record \
+         LANGUAGE sql AS 'SELECT NULL::record'",
+        "CREATE FUNCTION objectid_internal.attack() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "ALTER SCHEMA objectid_internal RENAME TO objectid_internal_old",
+        "ALTER SCHEMA objectid_internal OWNER TO attack_installer",
+        "DROP FUNCTION objectid_internal.rekey_name(oid)",
+        "ALTER TABLE objectid_internal.rekey_state DISABLE ROW LEVEL SECURITY",
+        "DROP POLICY rekey_state_read ON objectid_internal.rekey_state",
+        "ALTER TYPE public.objectid OWNER TO attack_installer",
+        "DROP CAST (public.objectid AS bytea)",
+        "ALTER OPERATOR FAMILY public.objectid_ops USING btree DROP OPERATOR 1 (public.objectid, public.objectid)",
+        "ALTER OPERATOR public.< (public.objectid, public.objectid) SET (RESTRICT = eqsel)",
+        "COMMENT ON FUNCTION public.gen_objectid() IS 'replaced'",
+    ];
+    let mut refused = 0;
+    for sql in attempts {
+        let error = installer.batch_execute(sql).unwrap_err();
+        let code = error.as_db_error().map(|e| e.code().clone());
+        assert_eq!(
+            code,
+            Some(SqlState::INSUFFICIENT_PRIVILEGE),
+            "{sql}: {error:?}"
+        );
+        refused += 1;
+    }
+    // Dropping the extension is the installer's, as PostgreSQL documents for trusted extensions.
+    let owner = one_string(
+        &mut admin,
+        "SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'pg_objectid'",
+    );
+    assert_eq!(owner, "attack_installer");
+    assert!(!one_bool(
+        &mut admin,
+        "SELECT rolsuper FROM pg_roles WHERE rolname = 'attack_installer'"
+    ));
+    println!("attack class 3, the installing role: {refused} changes to the extension's objects tried, each refused with 42501");
+}
+
+/// A value of each argument type LEAKPROOF functions take: the edges, NULL-like values of the
+/// type (nil and max UUIDs, ±infinity) and ordinary ones.
+fn leakproof_inputs(type_name: &str) -> Option<&'static [&'static str]> {
+    Some(match type_name {
+        "objectid" => &[
+            "'000000000000000000000000'::objectid",
+            "'ffffffffffffffffffffffff'::objectid",
+            "'7fffffffffffffffffffffff'::objectid",
+            "'80000000ffffffffffffffff'::objectid",
+            "'507f1f77bcf86cd799439011'::objectid",
+        ],
+        "timestamp with time zone" => &[
+            "'infinity'::timestamptz",
+            "'-infinity'::timestamptz",
+            "'4714-11-24 00:00:00+00 BC'::timestamptz",
+            "'294276-12-31 23:59:59.999999+00'::timestamptz",
+            "'1969-12-31 23:59:59.999999+00'::timestamptz",
+            "'1970-01-01 00:00:00+00'::timestamptz",
+            "'2106-02-07 06:28:15+00'::timestamptz",
+            "'2106-02-07 06:28:16+00'::timestamptz",
+            "'10889-08-02 05:31:50.656+00'::timestamptz",
+            "now()",
+        ],
+        "uuid" => &[
+            "'00000000-0000-0000-0000-000000000000'::uuid",
+            "'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid",
+            "'c232ab00-9414-11ec-b3c8-9f6bdeced846'::uuid",
+            "'017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid",
+            "'ffffffff-ffff-7fff-bfff-ffffffffffff'::uuid",
+            "'017f22e2-79b0-7cc3-c8c4-dc0c0c07398f'::uuid",
+            "'550e8400-e29b-41d4-a716-446655440000'::uuid",
+        ],
+        "bigint" => &[
+            "0::int8",
+            "(-1)::int8",
+            "9223372036854775807::int8",
+            "(-9223372036854775808)::int8",
+        ],
+        _ => return None,
+    })
+}
+
+/// Class 4 (what a function lets leak): PostgreSQL runs a LEAKPROOF function on rows a security
+/// barrier view or a row-level security policy has not yet filtered, so one must never raise an
+/// error whose text depends on its arguments. Every LEAKPROOF function of the extension, whatever
+/// the catalog says is one now, is called on every combination of edge values of its argument
+/// types and must never fail; a new LEAKPROOF function with an argument type this test has no
+/// values for fails the test until it has some.
+#[test]
+fn leakproof_functions_never_fail() {
+    let mut c = fresh_db("t_attack_leakproof");
+    let functions: Vec<(String, Vec<String>)> = c
+        .query(
+            "SELECT p.oid::regproc::text,
+                    ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t)
+               FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+              WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+                AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid')
+                AND d.classid = 'pg_proc'::regclass AND p.proleakproof
+              ORDER BY 1, 2",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(functions.len() >= 20, "{functions:?}");
+    let mut calls = 0;
+    for (function, args) in &functions {
+        let inputs: Vec<&[&str]> = args
+            .iter()
+            .map(|a| {
+                leakproof_inputs(a).unwrap_or_else(|| {
+                    panic!("{function} is LEAKPROOF and takes {a}: give this test values of it")
+                })
+            })
+            .collect();
+        // Every combination of the arguments' values.
+        let mut combinations: Vec<Vec<&str>> = vec![vec![]];
+        for values in &inputs {
+            combinations = combinations
+                .iter()
+                .flat_map(|prefix| {
+                    values.iter().map(move |v| {
+                        let mut next = prefix.clone();
+                        next.push(v);
+                        next
+                    })
+                })
+                .collect();
+        }
+        for combination in combinations {
+            let sql = format!("SELECT {function}({})::text", combination.join(", "));
+            if let Err(e) = c.query(&sql, &[]) {
+                panic!("LEAKPROOF {function} failed: {sql}: {e:?}");
+            }
+            calls += 1;
+        }
+    }
+    println!(
+        "attack class 4, LEAKPROOF: {} functions, {calls} calls on edge values, none failed",
+        functions.len()
+    );
+}
