@@ -13,6 +13,8 @@ old=${1:-15}
 new=${2:-18}
 # pg_upgrade fallback source when OLD's own column options stop any pg_upgrade (see below).
 fallback=${3:-17}
+# Further versions to pg_upgrade from (16: the last without any of the built-in UUID functions).
+more=("${@:4}")
 new_cfg=$(pg_config_of "$new")
 new_bin=$("$new_cfg" --bindir)
 base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/cross
@@ -103,6 +105,17 @@ check_moved() {
               AND public.uuid_extract_version(ref) = 7
               AND public.uuid_extract_timestamp(ref) > now() - interval '1 hour')
             FROM items WHERE note LIKE 'after %'")" "100"
+    # Unqualified names reach the server's own UUID functions where it has them (17: the two
+    # extract functions; 18: all four), qualified ones the extension's, as on a fresh install.
+    expect_equal "$what: unqualified names reach $new's built-in UUID functions, qualified ones ours" \
+        "$(psql_at "$dir" "$port" "SELECT count(*) FROM unnest(ARRAY['uuidv7()', 'uuidv4()',
+                'uuid_extract_timestamp(uuid)', 'uuid_extract_version(uuid)']) f
+            WHERE to_regprocedure(f) IS DISTINCT FROM
+                  coalesce(to_regprocedure('pg_catalog.' || f), to_regprocedure('public.' || f))
+               OR NOT EXISTS (SELECT FROM pg_depend d
+                               WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+                                 AND d.objid = to_regprocedure('public.' || f)
+                                 AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid'))")" "0"
     if [ "$(psql_at "$dir" "$port" "SHOW server_version_num")" -ge 180000 ]; then
         expect_equal "$what: $new's uuid_extract_timestamp reads our v7 times as ours does" \
             "$(psql_at "$dir" "$port" "SELECT count(*) FROM items
@@ -176,4 +189,17 @@ else
     cat "$base/upgraded.log" >&2
     die "pg_upgrade $old -> $new failed"
 fi
+port=55610
+for from in "${more[@]}"; do
+    log "pg_upgrade from $from to $new"
+    make_source "$from" "$base/source-$from" "$port"
+    before=$(psql_at "$base/source-$from" "$port" "$checksum")
+    recent=$(psql_at "$base/source-$from" "$port" "SELECT count(*) FROM recent")
+    upgrade "$from" "$base/source-$from" "$base/upgraded-$from" $((port + 1)) || {
+        cat "$base/upgraded-$from.log" >&2
+        die "pg_upgrade $from -> $new failed"
+    }
+    check_moved "$base/upgraded-$from" $((port + 1)) "upgraded from $from" "$before" "$recent"
+    port=$((port + 2))
+done
 log "cross-version checks passed"

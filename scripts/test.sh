@@ -101,7 +101,9 @@ selected() { printf '%s\n' "${versions[@]}" | grep -qx "$1"; }
 # 17 is where the pg_upgrade check falls back to when 15 cannot be upgraded (see the script).
 if selected 15 && selected 17 && selected 18; then
     cross=passed
-    "$ROOT/scripts/cross_version.sh" 15 18 17 || cross=FAILED
+    also=()
+    selected 16 && also+=(16)
+    "$ROOT/scripts/cross_version.sh" 15 18 17 "${also[@]}" || cross=FAILED
     [ "$cross" = passed ] || failed=1
     summary+=("dump/restore and pg_upgrade to 18: $cross")
 fi

@@ -453,9 +453,11 @@ impl Gen {
                     self.condition("t", uuid, Some("$1"))
                 );
                 let arg = self.time();
+                let switch = self.pick(SWITCHES);
                 return Query::AcrossRoles {
                     first,
                     then,
+                    switch,
                     body,
                     arg,
                 };
@@ -485,6 +487,8 @@ enum Query {
     AcrossRoles {
         first: &'static str,
         then: &'static str,
+        /// How the role changes (SWITCHES).
+        switch: &'static str,
         body: String,
         arg: String,
     },
@@ -501,11 +505,14 @@ impl Query {
             Query::AcrossRoles {
                 first,
                 then,
+                switch,
                 body,
                 arg,
             } => format!(
                 "PREPARE p(timestamptz) AS {body}; SET plan_cache_mode = force_generic_plan; \
-                 SET ROLE {first}; EXECUTE p({arg}); SET ROLE {then}; EXECUTE p({arg})"
+                 {}; EXECUTE p({arg}); {}; EXECUTE p({arg})",
+                become_role(switch, first),
+                become_role(switch, then)
             ),
         }
     }
@@ -521,11 +528,12 @@ fn outcome(c: &mut Client, q: &Query, rewrite: bool) -> Result<Vec<String>, Stri
     if let Query::AcrossRoles {
         first,
         then,
+        switch,
         body,
         arg,
     } = q
     {
-        return across_roles(c, first, then, body, arg);
+        return across_roles(c, first, then, switch, body, arg);
     }
     let (setup, sql, teardown) = match q {
         Query::AcrossRoles { .. } => unreachable!("answered above"),
@@ -562,6 +570,7 @@ fn across_roles(
     c: &mut Client,
     first: &str,
     then: &str,
+    switch: &str,
     body: &str,
     arg: &str,
 ) -> Result<Vec<String>, String> {
@@ -570,16 +579,32 @@ fn across_roles(
     ))
     .map_err(|e| describe(&e))?;
     let mut run = |role: &str| {
-        c.batch_execute(&format!("SET ROLE {role}"))
+        c.batch_execute(&become_role(switch, role))
             .map_err(|e| describe(&e))?;
         sorted_rows(c, &format!("EXECUTE p({arg})")).map_err(|e| describe(&e))
     };
     let result = run(first)
         .map_err(|e| format!("as {first}: {e}"))
         .and_then(|_| run(then).map_err(|e| format!("as {then}: {e}")));
-    c.batch_execute("RESET ROLE; DEALLOCATE p; RESET plan_cache_mode")
-        .map_err(|e| format!("the connection is gone: {e}"))?;
+    c.batch_execute(
+        "RESET SESSION AUTHORIZATION; RESET ROLE; RESET row_security; DEALLOCATE p; RESET plan_cache_mode",
+    )
+    .map_err(|e| format!("the connection is gone: {e}"))?;
     result
+}
+
+/// The ways a session changes role under a cached plan: SET ROLE; SET SESSION AUTHORIZATION (as
+/// a pooler's reset does); SET ROLE with row_security off, which makes a query that a policy
+/// would filter fail instead.
+const SWITCHES: &[&str] = &["role", "session", "role_no_row_security"];
+
+fn become_role(switch: &str, role: &str) -> String {
+    match (switch, role) {
+        ("session", "none") => "SET SESSION AUTHORIZATION DEFAULT".to_string(),
+        ("session", _) => format!("SET SESSION AUTHORIZATION {role}"),
+        ("role_no_row_security", _) => format!("SET row_security = off; SET ROLE {role}"),
+        _ => format!("SET ROLE {role}"),
+    }
 }
 
 fn describe(e: &postgres::Error) -> String {
