@@ -31,21 +31,6 @@ fn current_routines() -> Vec<(String, String, String, String)> {
     .collect()
 }
 
-/// The releases frozen in sql/releases/, oldest first.
-fn earlier_releases() -> Vec<String> {
-    let mut releases: Vec<String> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-    releases.sort_by_key(|v| {
-        v.split('.')
-            .map(|n| n.parse::<u32>().unwrap())
-            .collect::<Vec<_>>()
-    });
-    releases
-}
-
 /// Class 2 (names resolved while a script runs): before `CREATE EXTENSION`, and before
 /// `ALTER EXTENSION ... UPDATE` from each earlier release, a hostile role that may create in the
 /// extension's schema makes a routine of the same name and arguments as each one the script is
@@ -142,10 +127,7 @@ fn install_and_update_stop_at_objects_a_hostile_role_made_first() {
             "{start:?}: {command} failed otherwise: {error:?}"
         );
         assert!(
-            !one_bool(
-                &mut admin,
-                "SELECT rolsuper FROM pg_roles WHERE rolname = 'attack_planter'"
-            ),
+            !is_superuser(&mut admin, "attack_planter"),
             "{start:?}: the planter's code ran as a superuser"
         );
         let version = one_string(
@@ -220,10 +202,7 @@ fn a_trusted_install_leaves_its_installer_nothing_to_change() {
         "SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'pg_objectid'",
     );
     assert_eq!(owner, "attack_installer");
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'attack_installer'"
-    ));
+    assert!(!is_superuser(&mut admin, "attack_installer"));
     println!("attack class 3, the installing role: {refused} changes to the extension's objects tried, each refused with 42501");
 }
 

@@ -237,3 +237,26 @@ pub fn connect_as(db: &str, role: &str) -> Client {
     )
     .unwrap_or_else(|e| panic!("cannot connect to {db} as {role}: {e:?}"))
 }
+
+/// Whether role `role` is a superuser: what every attack test checks the hostile role did not become.
+pub fn is_superuser(client: &mut Client, role: &str) -> bool {
+    one_bool(
+        client,
+        &format!("SELECT rolsuper FROM pg_roles WHERE rolname = '{role}'"),
+    )
+}
+
+/// The releases frozen in sql/releases/, oldest first.
+pub fn earlier_releases() -> Vec<String> {
+    let mut releases: Vec<String> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+    releases.sort_by_key(|v| {
+        v.split('.')
+            .map(|n| n.parse::<u32>().unwrap())
+            .collect::<Vec<_>>()
+    });
+    releases
+}

@@ -532,16 +532,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     let want = extension_objects(&mut fresh);
     assert!(want.len() > 50, "{} objects", want.len());
     // Every release frozen in sql/releases/: each must update to this one.
-    let mut releases: Vec<String> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-    releases.sort_by_key(|v| {
-        v.split('.')
-            .map(|n| n.parse::<u32>().unwrap())
-            .collect::<Vec<_>>()
-    });
+    let releases = earlier_releases();
     assert!(releases.len() >= 5, "{releases:?}");
     for old in &releases {
         let old = old.as_str();
@@ -602,11 +593,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
 /// in a comment is invalid EUC_JP, and has no LATIN1 equivalent to convert to).
 #[test]
 fn every_release_installs_and_updates_in_other_encodings() {
-    let releases: Vec<String> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/releases"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+    let releases = earlier_releases();
     assert!(releases.len() >= 5, "{releases:?}");
     for encoding in ["EUC_JP", "LATIN1", "SQL_ASCII"] {
         let name = format!("t_ext_encoding_{}", encoding.to_lowercase());

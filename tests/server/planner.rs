@@ -412,10 +412,7 @@ fn functions_an_extension_owner_adds_are_not_taken_for_ours() {
         );
         same_rows_on_and_off(&mut admin, q);
     }
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'planter'"
-    ));
+    assert!(!is_superuser(&mut admin, "planter"));
     // Updated to the real version, the rewrite works again (the update script's CREATE
     // FUNCTION fails on the planted functions, so drop them first, as their owner).
     planter

@@ -247,10 +247,7 @@ fn counted(c: &mut Client, sequence: &str) -> i64 {
 /// The hostile role gained nothing, and its code never ran as anyone else.
 fn assert_gained_nothing(admin: &mut Client, context: &str) {
     assert!(
-        !one_bool(
-            admin,
-            "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_attack_owner'"
-        ),
+        !is_superuser(admin, "rekey_attack_owner"),
         "{context}: rekey_attack_owner became superuser"
     );
     assert_eq!(
@@ -662,10 +659,7 @@ fn a_child_table_of_another_owner_runs_its_code_only_as_its_owner() {
             drop(c);
             assert_gained_nothing(&mut admin, &context);
             assert!(
-                !one_bool(
-                    &mut admin,
-                    "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_attack_victim'"
-                ),
+                !is_superuser(&mut admin, "rekey_attack_victim"),
                 "{context}"
             );
             if !(may && *finishes) {
@@ -764,10 +758,7 @@ fn repro_1_a_check_constraint_resets_the_role() {
         message.contains("security-restricted operation"),
         "{message}"
     );
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_repro_mallory'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_repro_mallory"));
     assert_eq!(
         one_string(
             &mut admin,
@@ -977,10 +968,7 @@ fn repro_2_overloads_planted_where_the_toolkit_looks() {
         0,
         "a planted function ran"
     );
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dbo'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_dbo"));
     admin
         .batch_execute("RESET search_path; DROP EXTENSION pg_objectid CASCADE")
         .unwrap();
@@ -1072,10 +1060,7 @@ fn the_documented_calls_with_their_types_reach_the_toolkit() {
         ),
         0
     );
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_typed_dbo'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_typed_dbo"));
 }
 
 /// A table's owner writes the record of its table's rekey (row-level security lets it): no value it
@@ -1200,10 +1185,7 @@ fn an_error_in_the_owners_code_leaves_the_callers_locks_as_they_were() {
         ),
         5
     );
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_error_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_error_owner"));
 }
 
 /// What the first adversarial review of 0.6.0 found, each now refused: a statistics object on a
@@ -1330,10 +1312,7 @@ fn review_1_findings_stay_closed() {
         0
     );
     assert_eq!(counted(&mut admin, "m.ran_as_someone_else"), 0);
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_review_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_review_owner"));
 
     // pgstattuple is not on PostgreSQL 13's server here (no contrib).
     if one_bool(
@@ -1342,10 +1321,9 @@ fn review_1_findings_stay_closed() {
     ) {
         admin.batch_execute("CREATE EXTENSION pgstattuple").unwrap();
         let mut nobody = connect_as("t_rekey_review_1", "rekey_review_nobody");
-        expect_error(
+        refused(
             &mut nobody,
             "SELECT objectid_internal.rekey_leaf_density('public.orders_pkey'::regclass::oid)",
-            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
         );
     }
 
@@ -1541,10 +1519,7 @@ fn review_2_findings_stay_closed() {
         ),
         0
     );
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_review2_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_review2_owner"));
 
     // rekey_translate_read reads as a table's owner, so never a table with row-level security,
     // whose policies would then not hide rows from its caller.
@@ -1630,11 +1605,7 @@ fn review_3_findings_stay_closed() {
     admin
         .batch_execute("BEGIN; DECLARE mycur CURSOR FOR SELECT relname::text FROM pg_class LIMIT 1")
         .unwrap();
-    let message = expect_error(
-        &mut admin,
-        "SELECT * FROM rekey_assess('a.t')",
-        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-    );
+    let message = refused(&mut admin, "SELECT * FROM rekey_assess('a.t')");
     assert!(message.contains("cursor \"mycur\" is open"), "{message}");
     admin.batch_execute("ROLLBACK").unwrap();
     assert_eq!(counted(&mut admin, "a.swapped"), 0);
@@ -1917,11 +1888,7 @@ fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
             "CALL rekey_run('m.t', 'at')",
             "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
         ] {
-            let message = expect_error(
-                &mut admin,
-                call,
-                &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-            );
+            let message = refused(&mut admin, call);
             assert!(
                 message.contains("advisory locks"),
                 "{action}, {call}: {message}"
@@ -1952,10 +1919,7 @@ fn review_4_every_change_to_the_callers_advisory_locks_is_refused() {
         5
     );
     assert_eq!(holds_of_7(&mut admin), 1);
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_lock_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_lock_owner"));
 }
 
 /// The fifth review: the owner's code could release the caller's advisory lock for a while, so
@@ -2056,10 +2020,7 @@ fn review_5_no_other_session_takes_the_callers_lock_while_the_owners_code_runs()
             "{action}"
         );
     }
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_pin_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_pin_owner"));
 }
 
 /// The seventh review (High): the check of the caller's temporary schema compared how many objects
@@ -2115,11 +2076,7 @@ fn review_7_a_temporary_object_swapped_for_another_is_refused() {
         admin
             .batch_execute("CREATE TEMP VIEW tv AS SELECT m.aux() AS v")
             .unwrap();
-        let message = expect_error(
-            &mut admin,
-            call,
-            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-        );
+        let message = refused(&mut admin, call);
         assert!(message.contains("temporary schema"), "{call}: {message}");
         // The caller's view is back, no uuid domain of the owner's is there, and a cast to uuid
         // runs nothing of the owner's.
@@ -2143,13 +2100,7 @@ fn review_7_a_temporary_object_swapped_for_another_is_refused() {
             5,
             "{call}"
         );
-        assert!(
-            !one_bool(
-                &mut admin,
-                "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_swap_owner'"
-            ),
-            "{call}"
-        );
+        assert!(!is_superuser(&mut admin, "rekey_swap_owner"), "{call}");
     }
 }
 
@@ -2209,11 +2160,7 @@ fn review_8_large_objects_of_the_callers_transaction_are_out_of_reach() {
         admin
             .batch_execute("BEGIN; SELECT lo_open(777801, x'60000'::int)")
             .unwrap();
-        let message = expect_error(
-            &mut admin,
-            call,
-            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-        );
+        let message = refused(&mut admin, call);
         assert!(message.contains("large object"), "{call}: {message}");
         admin.batch_execute("ROLLBACK").unwrap();
         assert_eq!(secret(&mut admin), "superuser secret", "{call}");
@@ -2232,11 +2179,7 @@ fn review_8_large_objects_of_the_callers_transaction_are_out_of_reach() {
         "CALL rekey_run('m.t', 'at')",
         "CALL rekey_run('m.t', 'at', in_one_transaction => true)",
     ] {
-        let message = expect_error(
-            &mut admin,
-            call,
-            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-        );
+        let message = refused(&mut admin, call);
         assert!(message.contains("large objects"), "{call}: {message}");
         let _ = admin.batch_execute("SELECT rekey_forget('m.t')");
     }
@@ -2259,18 +2202,11 @@ fn review_8_large_objects_of_the_callers_transaction_are_out_of_reach() {
     admin
         .batch_execute("BEGIN; SELECT lo_open(777801, x'60000'::int)")
         .unwrap();
-    let message = expect_error(
-        &mut admin,
-        "SELECT count(*) FROM rekey_verify('m.t')",
-        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-    );
+    let message = refused(&mut admin, "SELECT count(*) FROM rekey_verify('m.t')");
     assert!(message.contains("large object"), "{message}");
     admin.batch_execute("ROLLBACK").unwrap();
     assert_eq!(secret(&mut admin), "superuser secret");
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_lo_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_lo_owner"));
 }
 
 /// The eighth review (Low): internal functions anyone may call answered XX000 to arguments the
@@ -2348,19 +2284,9 @@ fn review_9_the_callers_dblink_connections_are_out_of_reach() {
         "CALL rekey_run('m.t', 'at')",
         "SELECT count(*) FROM rekey_assess('m.t')",
     ] {
-        let message = expect_error(
-            &mut admin,
-            call,
-            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
-        );
+        let message = refused(&mut admin, call);
         assert!(message.contains("dblink"), "{call}: {message}");
-        assert!(
-            !one_bool(
-                &mut admin,
-                "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dblink_owner'"
-            ),
-            "{call}"
-        );
+        assert!(!is_superuser(&mut admin, "rekey_dblink_owner"), "{call}");
     }
     // A session that has not loaded dblink rekeys a table whose owner's code does not use it
     // (code that does loads dblink in the caller's session: the next batch is refused).
@@ -2372,10 +2298,7 @@ fn review_9_the_callers_dblink_connections_are_out_of_reach() {
     drop(admin);
     let mut admin = connect_as(db, "postgres");
     admin.batch_execute("CALL rekey_run('m.t', 'at')").unwrap();
-    assert!(!one_bool(
-        &mut admin,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 'rekey_dblink_owner'"
-    ));
+    assert!(!is_superuser(&mut admin, "rekey_dblink_owner"));
 }
 
 /// A database whose hostile role `role` owns schema m with a table m.mode of one row (action
@@ -2401,4 +2324,13 @@ fn owner_with_a_mode(db: &str, role: &str) -> (Client, Client) {
 /// `text` as a SQL string literal.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Runs `sql`, which must be refused for lack of privilege (42501); returns the message.
+fn refused(client: &mut Client, sql: &str) -> String {
+    expect_error(
+        client,
+        sql,
+        &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+    )
 }

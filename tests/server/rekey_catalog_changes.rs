@@ -317,10 +317,7 @@ fn an_owner_reading_the_kept_answer_inside_a_batch_changes_nothing() {
     c.batch_execute("CALL rekey_run('shop.customers', 'created_at', batch_size => 20)")
         .unwrap();
     assert_done(&mut c);
-    assert!(!one_bool(
-        &mut c,
-        "SELECT rolsuper FROM pg_roles WHERE rolname = 't_rekey_cc_peeker'"
-    ));
+    assert!(!is_superuser(&mut c, "t_rekey_cc_peeker"));
     c.batch_execute(
         "SELECT rekey_forget('shop.customers');
          DROP SCHEMA shop CASCADE; DROP ROLE t_rekey_cc_peeker",
