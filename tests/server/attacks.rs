@@ -310,3 +310,61 @@ fn leakproof_functions_never_fail() {
         functions.len()
     );
 }
+
+/// Class 2 again, for names the scripts and the code write: the extension installed in a schema
+/// whose name needs quoting (a space, upper case, a dot) works as in `public`, from its types and
+/// operators to the planner's rewrite (which finds its objects by OID) and the rekey toolkit
+/// (whose bodies never name the extension's schema), and an update from every earlier release
+/// there succeeds. A name with a quote or a dollar sign, which could break out of the scripts'
+/// quoting, PostgreSQL itself refuses for an extension whose scripts use `@extschema@`.
+#[test]
+fn a_schema_name_that_needs_quoting_changes_nothing() {
+    let mut c = fresh_database("t_attack_quoted_schema");
+    c.batch_execute(r#"CREATE SCHEMA "a""b""#).unwrap();
+    let message = expect_error(
+        &mut c,
+        r#"CREATE EXTENSION pg_objectid SCHEMA "a""b""#,
+        &SqlState::INVALID_TEXT_REPRESENTATION,
+    );
+    assert!(message.contains("invalid character"), "{message}");
+    let schema = r#""My ids. x""#;
+    c.batch_execute(&format!(
+        "CREATE SCHEMA {schema}; CREATE EXTENSION pg_objectid SCHEMA {schema}; \
+         SET search_path = public, {schema}; \
+         CREATE TABLE t (id objectid PRIMARY KEY, n int); \
+         INSERT INTO t SELECT gen_objectid_at(now() - i * interval '1 min'), i FROM generate_series(1, 2000) i; \
+         CREATE TABLE u (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), at timestamptz NOT NULL DEFAULT now()); \
+         INSERT INTO u (at) SELECT now() - i * interval '1 min' FROM generate_series(1, 50) i; \
+         ANALYZE"
+    ))
+    .unwrap();
+    let q = "SELECT count(*) FROM t WHERE objectid_timestamp(id) >= now() - interval '1 hour'";
+    let plan = explain(&mut c, q);
+    assert!(plan.contains("objectid_first_at_or_after"), "{plan}");
+    let n = one_i64(&mut c, q);
+    assert!((59..=60).contains(&n), "{n}");
+    c.batch_execute(&format!("SELECT {schema}.rekey_switch_default('u')"))
+        .unwrap();
+    c.batch_execute(&format!("CALL {schema}.rekey_run('u', 'at')"))
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            &format!("SELECT count(*) FROM u WHERE {schema}.uuid_extract_version(id) = 7")
+        ),
+        50
+    );
+    let releases = earlier_releases();
+    for release in &releases {
+        let mut c = fresh_database("t_attack_quoted_update");
+        c.batch_execute(&format!(
+            "CREATE SCHEMA {schema}; CREATE EXTENSION pg_objectid SCHEMA {schema} VERSION '{release}'; \
+             ALTER EXTENSION pg_objectid UPDATE"
+        ))
+        .unwrap_or_else(|e| panic!("from {release}: {e:?}"));
+    }
+    println!(
+        "attack class 2, a schema named {schema}: types, operators, the rewrite and the rekey toolkit work; updates from {} earlier releases succeed",
+        releases.len()
+    );
+}
