@@ -1,4 +1,6 @@
 -- The objectid base type: 12 bytes, no header, byte-aligned, never compressed or moved out of line.
+-- First in the install script, so that the guard below stops psql before any statement.
+\echo Use "CREATE EXTENSION pg_objectid" to load this file. \quit
 
 CREATE TYPE @extschema@.objectid;
 

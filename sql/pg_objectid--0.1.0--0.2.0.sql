@@ -4,6 +4,7 @@
 -- four exact bounds below, instead of adding index paths of its own (see src/planner/). Its
 -- support function for uuid_extract_timestamp loads the library while the first query of a
 -- session is planned, as objectid_timestamp's already did.
+\echo Use "ALTER EXTENSION pg_objectid UPDATE TO '0.2.0'" to load this file. \quit
 
 CREATE FUNCTION @extschema@.objectid_first_at_or_after(timestamptz)
     RETURNS @extschema@.objectid

@@ -3,6 +3,7 @@
 -- Adds the rekey toolkit (docs/migration.md): what follows is sql/rekey.sql as it stood in 0.3.0,
 -- which the update test (tests/server/extension.rs) checks object by object against a fresh
 -- install.
+\echo Use "ALTER EXTENSION pg_objectid UPDATE TO '0.3.0'" to load this file. \quit
 
 -- The rekey toolkit: move a table's random UUIDv4 primary key, and every column that references
 -- it, to UUIDv7 keys carrying each row's creation time, online. docs/migration.md walks it through:

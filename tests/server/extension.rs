@@ -457,6 +457,62 @@ fn trusted_install_by_a_database_owner_with_a_hostile_temp_schema() {
         .unwrap();
 }
 
+/// Every script stops psql before its first statement, as contrib's scripts do: the install
+/// script as the server has it, and every update script in sql/ (the frozen install scripts of
+/// earlier releases in sql/releases/ are kept as they shipped).
+#[test]
+fn every_script_stops_psql_before_its_first_statement() {
+    let mut c = fresh_db("t_ext_script_guards");
+    let current = one_string(
+        &mut c,
+        "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'",
+    );
+    let sharedir = one_string(
+        &mut c,
+        "SELECT setting FROM pg_config WHERE name = 'SHAREDIR'",
+    );
+    let mut scripts = vec![(
+        format!("{sharedir}/extension/pg_objectid--{current}.sql"),
+        "CREATE EXTENSION pg_objectid".to_string(),
+    )];
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(to) = name
+            .strip_suffix(".sql")
+            .and_then(|n| n.strip_prefix("pg_objectid--"))
+            .and_then(|n| n.split_once("--"))
+            .map(|(_, to)| to.to_string())
+        {
+            scripts.push((
+                format!("{}/sql/{name}", env!("CARGO_MANIFEST_DIR")),
+                format!("ALTER EXTENSION pg_objectid UPDATE TO '{to}'"),
+            ));
+        }
+    }
+    assert!(scripts.len() >= 6, "{scripts:?}");
+    for (path, command) in &scripts {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // The first line that is neither blank, nor a -- comment, nor inside a /* */ comment.
+        let mut in_block = false;
+        let first = text.lines().map(str::trim).find(|line| {
+            if in_block {
+                in_block = !line.ends_with("*/");
+                return false;
+            }
+            if line.starts_with("/*") {
+                in_block = !line.ends_with("*/");
+                return false;
+            }
+            !line.is_empty() && !line.starts_with("--")
+        });
+        assert_eq!(
+            first,
+            Some(format!("\\echo Use \"{command}\" to load this file. \\quit").as_str()),
+            "{path}"
+        );
+    }
+}
+
 /// Every object of the extension with what defines it, one line each, sorted: for comparing an
 /// updated installation with a fresh one.
 const EXTENSION_OBJECTS: &str = "
