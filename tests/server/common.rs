@@ -260,3 +260,32 @@ pub fn earlier_releases() -> Vec<String> {
     });
     releases
 }
+
+/// No line of the server log (`PG_OBJECTID_TEST_LOG`) tells of a process that died of a signal,
+/// of a backend's unexpected exit code, of a PANIC, or of the crash restart that follows one.
+/// (A background worker exiting with code 1 is normal at shutdown, hence "server process".)
+pub fn assert_log_clean(what: &str) {
+    let Ok(path) = std::env::var("PG_OBJECTID_TEST_LOG") else {
+        println!("{what}: PG_OBJECTID_TEST_LOG is not set, so the server log is not checked");
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!("cannot read the server log {path} (PG_OBJECTID_TEST_LOG): {e}")
+    });
+    let text = String::from_utf8_lossy(&bytes);
+    let bad: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.contains("terminated by signal")
+                || l.contains("terminated by exception")
+                || (l.contains("server process (PID") && l.contains("exited with exit code"))
+                || l.contains("terminating any other active server processes")
+                || l.contains("PANIC:")
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: the server log {path} shows crashed processes:\n{}",
+        bad.join("\n")
+    );
+}

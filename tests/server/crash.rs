@@ -365,7 +365,7 @@ fn killed_mid_write() {
             "the primary key finds {by_index} rows, the heap has {rows}"
         ));
     }
-    crate::fuzz::assert_log_clean(&format!("crash::killed_mid_write ({mode} mode)"));
+    assert_log_clean(&format!("crash::killed_mid_write ({mode} mode)"));
     assert!(
         problems.is_empty(),
         "killed mid-write, generator in {mode} mode:\n  {}",
