@@ -156,26 +156,21 @@ impl Generator {
     /// Strictly greater than every id this generator handed out before.
     #[inline]
     pub fn next(&self, now: u32) -> Result<ObjectId, Exhausted> {
-        let mut floor = self.floor.load(Ordering::Relaxed);
-        loop {
-            let word = floor.max((u64::from(now) << COUNTER_BITS) | (floor & COUNTER_MASK));
-            if word >= WORD_END {
-                return Err(Exhausted::LastSecond);
-            }
-            match self.floor.compare_exchange_weak(
-                floor,
-                word + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let seconds = (word >> COUNTER_BITS) as u32;
-                    let counter = (word & COUNTER_MASK) as u32;
-                    return Ok(ObjectId::from_parts(seconds, self.random, counter));
-                }
-                Err(actual) => floor = actual,
-            }
-        }
+        // The word handed out for a floor; the floor moves to the word after it. Computed again
+        // from the floor fetch_update saw, which gives the same word.
+        let word_for =
+            |floor: u64| floor.max((u64::from(now) << COUNTER_BITS) | (floor & COUNTER_MASK));
+        let floor = self
+            .floor
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |floor| {
+                let word = word_for(floor);
+                (word < WORD_END).then_some(word + 1)
+            })
+            .map_err(|_| Exhausted::LastSecond)?;
+        let word = word_for(floor);
+        let seconds = (word >> COUNTER_BITS) as u32;
+        let counter = (word & COUNTER_MASK) as u32;
+        Ok(ObjectId::from_parts(seconds, self.random, counter))
     }
 
     /// A fresh id carrying `seconds` instead of the clock, for keys of rows made in the past:
@@ -183,27 +178,20 @@ impl Generator {
     /// leaves `next`'s state alone.
     pub fn next_at(&self, seconds: u32) -> Result<ObjectId, Exhausted> {
         let live = self.random_prefix();
-        let mut current = self.backfill.load(Ordering::Relaxed);
-        loop {
-            // u64::MAX itself is never handed out: the state could not move past it.
-            let Some(value) = Self::backfill_value(current, live).filter(|&v| v != u64::MAX) else {
-                return Err(Exhausted::Backfill);
-            };
-            match self.backfill.compare_exchange_weak(
-                current,
-                value + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let mut b = [0u8; 12];
-                    b[0..4].copy_from_slice(&seconds.to_be_bytes());
-                    b[4..12].copy_from_slice(&value.to_be_bytes());
-                    return Ok(ObjectId::from_bytes(b));
-                }
-                Err(actual) => current = actual,
-            }
-        }
+        // u64::MAX itself is never handed out: the state could not move past it.
+        let value_for =
+            |current: u64| Self::backfill_value(current, live).filter(|&v| v != u64::MAX);
+        let current = self
+            .backfill
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |current| {
+                value_for(current).map(|value| value + 1)
+            })
+            .map_err(|_| Exhausted::Backfill)?;
+        let value = value_for(current).expect("the value fetch_update moved past");
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&seconds.to_be_bytes());
+        b[4..12].copy_from_slice(&value.to_be_bytes());
+        Ok(ObjectId::from_bytes(b))
     }
 
     /// The first backfill value from `current` on that no id of `next` (random value, then any
@@ -237,31 +225,27 @@ impl Generator {
         // the one tick that would make them the random value, as every `next` id has, is skipped.
         let clash_possible = r[0..2] == r[3..5];
         let clash = self.random_prefix() >> 16;
-        let mut floor = self.subsecond.load(Ordering::Relaxed);
-        loop {
-            let mut word = floor.max(now);
+        let word_for = |floor: u64| {
+            let word = floor.max(now);
             if clash_possible && word & COUNTER_MASK == clash {
-                word += 1;
+                word + 1
+            } else {
+                word
             }
-            if word >= WORD_END {
-                return Err(Exhausted::LastTick);
-            }
-            match self.subsecond.compare_exchange_weak(
-                floor,
-                word + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let mut b = [0u8; 12];
-                    b[0..4].copy_from_slice(&((word >> COUNTER_BITS) as u32).to_be_bytes());
-                    b[4..7].copy_from_slice(&word.to_be_bytes()[5..8]);
-                    b[7..12].copy_from_slice(&r);
-                    return Ok(ObjectId::from_bytes(b));
-                }
-                Err(actual) => floor = actual,
-            }
-        }
+        };
+        let floor = self
+            .subsecond
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |floor| {
+                let word = word_for(floor);
+                (word < WORD_END).then_some(word + 1)
+            })
+            .map_err(|_| Exhausted::LastTick)?;
+        let word = word_for(floor);
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&((word >> COUNTER_BITS) as u32).to_be_bytes());
+        b[4..7].copy_from_slice(&word.to_be_bytes()[5..8]);
+        b[7..12].copy_from_slice(&r);
+        Ok(ObjectId::from_bytes(b))
     }
 }
 
