@@ -85,8 +85,15 @@ pub(crate) unsafe fn condition_needed_as_written(
     function: pg_sys::Oid,
 ) -> bool {
     unsafe {
+        // Simplified as PostgreSQL simplifies each before matching it against a query
+        // (RelationBuildPartitionKey, RelationGetIndexExpressions, get_relation_constraints),
+        // so that a call of the function inside an inlined SQL function is found too.
         let calls = |text: *mut core::ffi::c_char| {
-            calls_function(pg_sys::stringToNode(text).cast(), function)
+            let expression = pg_sys::eval_const_expressions(
+                core::ptr::null_mut(),
+                pg_sys::stringToNode(text).cast(),
+            );
+            calls_function(expression, function)
         };
         let ancestors = if pg_sys::get_rel_relispartition(relid) {
             list_oids(get_partition_ancestors(relid)).collect()

@@ -235,25 +235,53 @@ fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, p
 /// is: plancache.c then plans again for any other user (`planRoleId`, `CheckCachedPlan`)
 /// instead of running a cached generic plan, made for one role, for another after SET ROLE, in
 /// a SECURITY DEFINER function or behind a pooler that switches roles. GRANT and REVOKE are
-/// caught already: they change the functions' pg_proc rows, which the plan depends on.
+/// caught by making the plan depend on the pg_proc row of every function checked here
+/// (depends_on_function): a GRANT or REVOKE changes that row, and the plan is made again.
 /// (Before 18, a SQL-language function keeps its plans for the transaction outside the plan
 /// cache, whatever the role: PostgreSQL's own limitation, which docs/time-queries.md states.)
 unsafe fn executable(node: *mut pg_sys::Node, c: &TimeCondition, level: &Level) -> bool {
     unsafe {
         (*(*level.root).glob).dependsOnRole = true;
-        if c.function == TimeFunction::ObjectId
-            && !(catalog::executable(level.catalog.objectid_timestamp)
-                && catalog::executable(pg_sys::get_opcode((*node.cast::<pg_sys::OpExpr>()).opno)))
-        {
-            return false;
+        let mut functions = Vec::new();
+        if c.function == TimeFunction::ObjectId {
+            functions.push(level.catalog.objectid_timestamp);
+            functions.push(pg_sys::get_opcode((*node.cast::<pg_sys::OpExpr>()).opno));
         }
+        for (op, bound) in bounds(c, level.catalog).0 {
+            functions.push(bound);
+            functions.push(pg_sys::get_opcode(op));
+        }
+        // Every one is recorded, also after one that may not be called: a later GRANT of it
+        // makes the plan again, now rewritten.
+        let mut all = true;
+        for f in functions {
+            depends_on_function(level.root, f);
+            all &= catalog::executable(f);
+        }
+        all
     }
-    bounds(c, level.catalog)
-        .0
-        .iter()
-        .all(|&(op, bound)| unsafe {
-            catalog::executable(bound) && catalog::executable(pg_sys::get_opcode(op))
-        })
+}
+
+/// Makes the plan depend on function `function`'s pg_proc row, as record_plan_function_dependency
+/// (setrefs.c) does for the functions a plan calls, but for built-in ones too, which it leaves
+/// out as never changing: a REVOKE of EXECUTE on one (the comparison the rewrite drops) changes
+/// its row, and must make a plan the rewrite shaped for the old rights again.
+unsafe fn depends_on_function(root: *mut pg_sys::PlannerInfo, function: pg_sys::Oid) {
+    unsafe {
+        let item = pg_sys::palloc0(core::mem::size_of::<pg_sys::PlanInvalItem>())
+            .cast::<pg_sys::PlanInvalItem>();
+        (*item).type_ = pg_sys::NodeTag::T_PlanInvalItem;
+        (*item).cacheId = pg_sys::SysCacheIdentifier::PROCOID as core::ffi::c_int;
+        (*item).hashValue = pg_sys::GetSysCacheHashValue(
+            (*item).cacheId,
+            pg_sys::Datum::from(function),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+        );
+        let glob = (*root).glob;
+        (*glob).invalItems = pg_sys::lappend((*glob).invalItems, item.cast());
+    }
 }
 
 /// The conditions on the key that `bounds` describes.

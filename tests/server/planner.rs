@@ -251,6 +251,55 @@ fn partitions_and_children_by_the_time_function_are_pruned_and_excluded() {
             .unwrap();
         assert_eq!(same_rows_on_and_off(&mut c, &sql), ["744"], "{sql}");
     }
+    // The tenth review: the function inside an inlined SQL function, which PostgreSQL simplifies
+    // away before it prunes, excludes or matches an index, is found too.
+    c.batch_execute(
+        "CREATE FUNCTION ts(objectid) RETURNS timestamptz IMMUTABLE LANGUAGE sql \
+           AS 'SELECT public.objectid_timestamp($1)'; \
+         CREATE TABLE pw (id objectid NOT NULL, k int) PARTITION BY RANGE (ts(id)); \
+         CREATE TABLE pw_2020 PARTITION OF pw FOR VALUES FROM ('2020-01-01+00') TO ('2021-01-01+00'); \
+         CREATE TABLE pw_2021 PARTITION OF pw FOR VALUES FROM ('2021-01-01+00') TO ('2022-01-01+00'); \
+         INSERT INTO pw SELECT id, k FROM pe WHERE objectid_timestamp(id) >= '2020-01-01+00' \
+           AND objectid_timestamp(id) < '2022-01-01+00'; \
+         CREATE TABLE iw (id objectid NOT NULL, k int); \
+         CREATE TABLE iw_2020 (CHECK (ts(id) < '2021-01-01+00')) INHERITS (iw); \
+         CREATE TABLE iw_2021 (CHECK (ts(id) >= '2021-01-01+00')) INHERITS (iw); \
+         CREATE TABLE xw (id objectid NOT NULL, k int); \
+         INSERT INTO xw SELECT id, k FROM pe; CREATE INDEX xw_ts ON xw (ts(id)); \
+         ANALYZE",
+    )
+    .unwrap();
+    for (sql, scanned, not_scanned) in [
+        (
+            format!("SELECT count(*) FROM pw WHERE {march}"),
+            "pw_2021",
+            "pw_2020",
+        ),
+        (
+            format!("SELECT count(*) FROM iw WHERE {march}"),
+            "iw_2021",
+            "iw_2020",
+        ),
+        (
+            "SELECT count(*) FROM xw WHERE ts(id) >= '2021-03-01+00' AND ts(id) < '2021-03-02+00'"
+                .to_string(),
+            "xw_ts",
+            "Seq Scan",
+        ),
+    ] {
+        for setting in ["on", "off"] {
+            c.batch_execute(&format!(
+                "SET pg_objectid.time_index_paths = {setting}; SET enable_seqscan = off"
+            ))
+            .unwrap();
+            let plan = explain(&mut c, &sql);
+            assert!(plan.contains(scanned), "{setting}: {sql}\n{plan}");
+            assert!(!plan.contains(not_scanned), "{setting}: {sql}\n{plan}");
+        }
+        c.batch_execute("RESET pg_objectid.time_index_paths; RESET enable_seqscan")
+            .unwrap();
+        same_rows_on_and_off(&mut c, &sql);
+    }
     // A partition queried by itself, with constraint exclusion on: its partition constraint
     // repeats its ancestors' keys, and excludes it.
     c.batch_execute("SET constraint_exclusion = on").unwrap();
@@ -520,6 +569,34 @@ fn revoked_bound_functions_leave_the_condition_as_written() {
         c.batch_execute(&format!(
             "RESET ROLE; RESET pg_objectid.time_index_paths; GRANT EXECUTE ON FUNCTION {revoked} TO PUBLIC"
         ))
+        .unwrap();
+    }
+    // The tenth review: a generic plan the rewrite made while the comparison was executable is
+    // made again after its REVOKE, built-in as it is (PostgreSQL records no dependency on
+    // built-in functions by itself).
+    for setting in ["on", "off"] {
+        c.batch_execute(&format!(
+            "SET pg_objectid.time_index_paths = {setting}; SET plan_cache_mode = force_generic_plan; \
+             SET ROLE plain_reader; \
+             PREPARE cached(timestamptz) AS SELECT count(*) FROM ev WHERE objectid_timestamp(id) >= $1"
+        ))
+        .unwrap();
+        let n = one_i64(&mut c, "EXECUTE cached(now() - interval '1 hour')");
+        assert!((60..=61).contains(&n), "{n}");
+        c.batch_execute(
+            "RESET ROLE; REVOKE EXECUTE ON FUNCTION pg_catalog.timestamptz_ge(timestamptz, timestamptz) FROM PUBLIC; \
+             SET ROLE plain_reader",
+        )
+        .unwrap();
+        expect_error(
+            &mut c,
+            "EXECUTE cached(now() - interval '1 hour')",
+            &postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        );
+        c.batch_execute(
+            "RESET ROLE; GRANT EXECUTE ON FUNCTION pg_catalog.timestamptz_ge(timestamptz, timestamptz) TO PUBLIC; \
+             DEALLOCATE cached; RESET plan_cache_mode; RESET pg_objectid.time_index_paths",
+        )
         .unwrap();
     }
 }
