@@ -310,6 +310,25 @@ unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
     schema
 }
 
+/// pg_language's OID of SQL (`SQLlanguageId`, fixed in pg_language.dat).
+pub(crate) const SQL_LANGUAGE: pg_sys::Oid = pg_sys::Oid::from_u32(14);
+
+/// The language function `oid` is written in (pg_proc.prolang), if it exists.
+pub(crate) unsafe fn function_language(oid: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            pg_sys::Datum::from(oid),
+        );
+        if tuple.is_null() {
+            return None;
+        }
+        let language = (*get_struct::<pg_sys::FormData_pg_proc>(tuple)).prolang;
+        pg_sys::ReleaseSysCache(tuple);
+        Some(language)
+    }
+}
+
 /// `GETSTRUCT`: the fixed-width columns of a catalog row, which follow the tuple header.
 unsafe fn get_struct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
     unsafe {

@@ -85,15 +85,8 @@ pub(crate) unsafe fn condition_needed_as_written(
     function: pg_sys::Oid,
 ) -> bool {
     unsafe {
-        // Simplified as PostgreSQL simplifies each before matching it against a query
-        // (RelationBuildPartitionKey, RelationGetIndexExpressions, get_relation_constraints),
-        // so that a call of the function inside an inlined SQL function is found too.
         let calls = |text: *mut core::ffi::c_char| {
-            let expression = pg_sys::eval_const_expressions(
-                core::ptr::null_mut(),
-                pg_sys::stringToNode(text).cast(),
-            );
-            calls_function(expression, function)
+            calls_function(pg_sys::stringToNode(text).cast(), function)
         };
         let ancestors = if pg_sys::get_rel_relispartition(relid) {
             list_oids(get_partition_ancestors(relid)).collect()
@@ -238,7 +231,14 @@ unsafe fn index_definitions(table: pg_sys::Oid) -> Vec<*mut core::ffi::c_char> {
     out
 }
 
-/// Whether `node` contains a call of `function`.
+/// Whether `node` contains a call of `function`, or may once PostgreSQL has simplified it: it
+/// simplifies stored partition keys, index expressions and CHECK constraints before matching
+/// them against a query (RelationBuildPartitionKey, RelationGetIndexExpressions,
+/// get_relation_constraints), and so inlines an SQL function that wraps `function`. Any call of an
+/// SQL-language function (directly or as an operator's) counts, without looking inside: keeping
+/// the condition as written is always right, and simplifying here ourselves would evaluate the
+/// expressions' constant parts, and raise their errors, where PostgreSQL may never do so (a
+/// pruned partition's).
 unsafe fn calls_function(node: *mut pg_sys::Node, function: pg_sys::Oid) -> bool {
     #[pgrx::pg_guard]
     unsafe extern "C-unwind" fn walker(
@@ -249,10 +249,20 @@ unsafe fn calls_function(node: *mut pg_sys::Node, function: pg_sys::Oid) -> bool
             if node.is_null() {
                 return false;
             }
-            if is_a(node, pg_sys::NodeTag::T_FuncExpr)
-                && (*node.cast::<pg_sys::FuncExpr>()).funcid == *context.cast::<pg_sys::Oid>()
-            {
-                return true;
+            let called = if is_a(node, pg_sys::NodeTag::T_FuncExpr) {
+                Some((*node.cast::<pg_sys::FuncExpr>()).funcid)
+            } else if is_a(node, pg_sys::NodeTag::T_OpExpr) {
+                Some(pg_sys::get_opcode((*node.cast::<pg_sys::OpExpr>()).opno))
+            } else {
+                None
+            };
+            if let Some(called) = called {
+                if called == *context.cast::<pg_sys::Oid>()
+                    || super::catalog::function_language(called)
+                        == Some(super::catalog::SQL_LANGUAGE)
+                {
+                    return true;
+                }
             }
             super::nodes::expression_tree_walker(node, Some(walker), context)
         }
