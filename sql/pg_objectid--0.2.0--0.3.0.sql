@@ -5,6 +5,20 @@
 -- install.
 \echo Use "ALTER EXTENSION pg_objectid UPDATE TO '0.3.0'" to load this file. \quit
 
+-- This script names @extschema@ inside function bodies and string literals, where a schema name
+-- holding a quote, a dollar sign or a backslash could end the quoting and run what follows as
+-- the superuser that runs the update. PostgreSQL refuses such names itself from 13.12, 14.9, 15.4
+-- and 16.0 on (execute_extension_script); on older minor releases this refuses them first,
+-- before any statement that names the schema.
+DO $guard$
+BEGIN
+    IF pg_catalog.current_schema() OPERATOR(pg_catalog.~) '[$''"\\]' THEN
+        RAISE EXCEPTION 'invalid character in extension "pg_objectid" schema: must not contain any of ""$''\"'
+            USING ERRCODE = 'invalid_text_representation';
+    END IF;
+END
+$guard$;
+
 -- The rekey toolkit: move a table's random UUIDv4 primary key, and every column that references
 -- it, to UUIDv7 keys carrying each row's creation time, online. docs/migration.md walks it through:
 --

@@ -386,3 +386,52 @@ fn a_schema_name_that_needs_quoting_changes_nothing() {
         releases.len()
     );
 }
+
+/// Class 2, for the one shipped script that names `@extschema@` inside function bodies and
+/// literals (0.2.0 -> 0.3.0): a schema name with a dollar sign or a quote could end their quoting
+/// and run what follows as the superuser that updates. PostgreSQL refuses such names itself from
+/// 13.12 and its siblings on (at the install of 0.2.0 already); on an older minor release (CI's
+/// 13 is 13.4) 0.2.0 installs there, and the update must refuse before it runs anything.
+#[test]
+fn an_update_naming_the_schema_in_quotes_refuses_a_name_that_could_end_them() {
+    let mut refused = Vec::new();
+    for schema in [r#""a$b""#, r#""a'b""#, r#""a""b""#] {
+        let mut c = fresh_database("t_attack_update_quoting");
+        c.batch_execute(&format!("CREATE SCHEMA {schema}")).unwrap();
+        let (step, result) = match c.batch_execute(&format!(
+            "CREATE EXTENSION pg_objectid SCHEMA {schema} VERSION '0.2.0'"
+        )) {
+            Err(e) => ("install", Err(e)),
+            Ok(()) => (
+                "update",
+                c.batch_execute("ALTER EXTENSION pg_objectid UPDATE"),
+            ),
+        };
+        let error = result.expect_err("a schema name that could end a quoting was accepted");
+        let db = error.as_db_error().expect("a server error");
+        assert_eq!(
+            db.code(),
+            &SqlState::INVALID_TEXT_REPRESENTATION,
+            "{schema}: {db:?}"
+        );
+        assert!(
+            db.message().contains("invalid character"),
+            "{schema}: {db:?}"
+        );
+        if step == "update" {
+            assert_eq!(
+                one_string(
+                    &mut c,
+                    "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'"
+                ),
+                "0.2.0",
+                "{schema}"
+            );
+        }
+        refused.push(format!("{schema} at the {step}"));
+    }
+    println!(
+        "attack class 2, schema names that could end a script's quoting: refused ({})",
+        refused.join(", ")
+    );
+}
