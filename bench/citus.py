@@ -93,7 +93,7 @@ def run(args):
                         raise SystemExit(f"pgbench on the {node} failed:\n{out}\n{err}")
                     per_node.append({
                         "node": node,
-                        "tps": float(re.search(r"^tps = ([0-9.]+)", out, re.M).group(1)),
+                        "tps": float(re.search(r"^tps = ([0-9.]+)", out, re.MULTILINE).group(1)),
                         "rows": int(re.search(r"number of transactions actually processed: (\d+)",
                                               out).group(1)),
                     })

@@ -349,7 +349,8 @@ def main():
         report["shapes"][shape] = {"runs": runs, "summary": summarize(runs, batch_sizes, chosen)}
         print(json.dumps(report["shapes"][shape]["summary"], indent=1), flush=True)
     report["elapsed_s"] = time.monotonic() - started
-    json.dump(report, open(a.json, "w"), indent=1)
+    with open(a.json, "w") as f:
+        json.dump(report, f, indent=1)
 
 
 def summarize(runs, batch_sizes, chosen):

@@ -15,7 +15,7 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 med = statistics.median
 
@@ -658,7 +658,8 @@ def main():
     with open(src) as f:
         data = json.load(f)
     Report(data, outdir).write()
-    print(open(os.path.join(outdir, "benchmarks.md")).read())
+    with open(os.path.join(outdir, "benchmarks.md")) as f:
+        print(f.read())
 
 
 if __name__ == "__main__":

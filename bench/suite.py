@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 
 import psycopg
 
@@ -246,7 +246,7 @@ def reads(clusters, cands, reps, lookups):
             plan = cl.explain(f"SELECT count(b.n) FROM sample_{c.key} s JOIN {t} b ON b.id = s.id")
             cl.run("RESET enable_hashjoin; RESET enable_mergejoin")
             out[c.key]["point_us"].append(plan["Execution Time"] * 1000 / lookups)
-            out[c.key]["point_plan"] = describe(find_node(plan["Plan"], lambda n: n.get("Relation Name") == t))
+            out[c.key]["point_plan"] = describe(find_node(plan["Plan"], lambda n, t=t: n.get("Relation Name") == t))
             latest = [cl.explain(f"SELECT n FROM {t} ORDER BY id DESC LIMIT 1000")["Execution Time"]
                       for _ in range(10)]
             out[c.key]["latest_ms"].append(statistics.median(latest))
@@ -282,14 +282,14 @@ def range_forms(cl, c):
             ("bounds", "id >= public.objectid_lower_bound({lo}) AND id < public.objectid_lower_bound({hi})"),
         ]
     forms = [
-        ("function", "public.uuid_extract_timestamp(id) >= {lo} AND public.uuid_extract_timestamp(id) < {hi}"
-                     " AND public.uuid_extract_version(id) = 7"),
+        ("function", ("public.uuid_extract_timestamp(id) >= {lo} AND public.uuid_extract_timestamp(id) < {hi}"
+                      " AND public.uuid_extract_version(id) = 7")),
         ("bounds", "id >= public.uuidv7_lower_bound({lo}) AND id < public.uuidv7_lower_bound({hi})"),
     ]
     if cl.major >= 18:
         forms.append(("built-in function",
-                      "pg_catalog.uuid_extract_timestamp(id) >= {lo} AND pg_catalog.uuid_extract_timestamp(id) < {hi}"
-                      " AND pg_catalog.uuid_extract_version(id) = 7"))
+                      ("pg_catalog.uuid_extract_timestamp(id) >= {lo} AND pg_catalog.uuid_extract_timestamp(id) < {hi}"
+                       " AND pg_catalog.uuid_extract_version(id) = 7")))
     return forms
 
 
@@ -318,7 +318,7 @@ def concurrent(clusters, cands, reps, seconds, client_counts, workdir):
                     capture_output=True, text=True, check=True)
                 cl.wait_gone()
                 wal, fpi = cl.wal_since(mark)
-                tps = float(re.search(r"^tps = ([0-9.]+)", res.stdout, re.M).group(1))
+                tps = float(re.search(r"^tps = ([0-9.]+)", res.stdout, re.MULTILINE).group(1))
                 inserted = int(re.search(r"number of transactions actually processed: (\d+)",
                                          res.stdout).group(1))
                 leaf_after, density = pgstatindex(cl, f"{t}_pkey")
@@ -381,7 +381,7 @@ def main():
     a = p.parse_args()
 
     clusters = {"main": Cluster(a.main), "backend": Cluster(a.backend)}
-    for name, cl in clusters.items():
+    for cl in clusters.values():
         cl.run("CREATE EXTENSION IF NOT EXISTS pg_objectid; CREATE EXTENSION IF NOT EXISTS pgstattuple")
         cl.run(PLAIN_SQL_UUIDV7.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
         cl.run("DROP SEQUENCE IF EXISTS bench_calls; CREATE SEQUENCE bench_calls")

@@ -7,7 +7,7 @@ mod tests {
     use pgrx::pg_sys;
     use pgrx::prelude::*;
 
-    use crate::core::objectid::ObjectId;
+    use crate::kernel::objectid::ObjectId;
 
     fn objectid_lt_operator() -> pg_sys::Oid {
         Spi::get_one("SELECT '<(objectid,objectid)'::regoperator::oid")
@@ -62,7 +62,7 @@ mod tests {
     /// 0xFFFFFF) makes gen_objectid() fail with SQLSTATE 2200H instead of wrapping.
     #[pg_test]
     fn gen_objectid_refuses_past_the_last_second_with_2200h() {
-        use crate::core::generator::Generator;
+        use crate::kernel::generator::Generator;
         use crate::objectid::generate::next_id;
         let g = Generator::new([1, 2, 3, 4, 5], 0x00ff_ffff, 0);
         let last = g.next(u32::MAX).expect("the last id");
@@ -77,7 +77,7 @@ mod tests {
     /// 0xFFFFFF) fails with SQLSTATE 2200H too.
     #[pg_test]
     fn gen_objectid_subsecond_refuses_past_the_last_tick_with_2200h() {
-        use crate::core::generator::Generator;
+        use crate::kernel::generator::Generator;
         use crate::objectid::generate::next_id_subsecond;
         let g = Generator::new([1, 2, 3, 4, 5], 0, 0);
         let last = next_id_subsecond(&g, u32::MAX, 999_999_999);
@@ -92,7 +92,7 @@ mod tests {
     /// backfill counter.
     #[pg_test]
     fn gen_objectid_at_refuses_past_the_backfill_limit_with_2200h() {
-        use crate::core::generator::Generator;
+        use crate::kernel::generator::Generator;
         use crate::objectid::generate::next_id_at;
         let g = Generator::new([1, 2, 3, 4, 5], 0, u64::MAX - 1);
         assert_eq!(next_id_at(&g, 7).to_hex(), "00000007fffffffffffffffe");

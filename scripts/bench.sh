@@ -19,6 +19,7 @@
 # same version when it is 14-16, else 16). Every server started here is stopped on exit, also
 # when interrupted.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 scale=1 reps=3 seconds=10 main=18 out="$ROOT/docs" only=""

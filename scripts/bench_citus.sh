@@ -10,6 +10,7 @@
 #   --reps N      runs of each configuration; the report gives every shard's range (default 1)
 #   --pg VERSION  the server, 16-18 (default 17)
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 seconds=30 reps=1 pg=17

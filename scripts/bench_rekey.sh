@@ -20,6 +20,7 @@
 #                   or docs/bench-rekey-flatness.json also rewrites docs/benchmarks.md's section 8)
 #   --pg VERSION    the server, 14-18 (default 17; pgstattuple is needed)
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 scale=1 reps=1 batch=default pg=17 shapes=one_column methods=toolkit,toolkit_cascade,naive,bare json="$ROOT/docs/bench-rekey.json"

@@ -263,23 +263,29 @@ class Checker:
             self.keys("resources.bugtracker", bt, {"web", "mailto"})
             if "web" in bt:
                 self.uri("resources.bugtracker.web", bt["web"])
-            if "mailto" in bt and self.string("resources.bugtracker.mailto", bt["mailto"]):
-                if not EMAIL.match(bt["mailto"]):
-                    self.error("resources.bugtracker.mailto", f"{bt['mailto']!r} is not an email address")
+            if (
+                "mailto" in bt
+                and self.string("resources.bugtracker.mailto", bt["mailto"])
+                and not EMAIL.match(bt["mailto"])
+            ):
+                self.error("resources.bugtracker.mailto", f"{bt['mailto']!r} is not an email address")
         if "repository" in value and self.object("resources.repository", value["repository"]):
             repo = value["repository"]
             self.keys("resources.repository", repo, {"url", "web", "type"})
             for key in ("url", "web"):
                 if key in repo:
                     self.uri(f"resources.repository.{key}", repo[key])
-            if "type" in repo and self.string("resources.repository.type", repo["type"]):
-                if not re.match(r"^[a-z]+$", repo["type"]):
-                    self.error("resources.repository.type", "must be a lowercase word (git, svn, ...)")
+            if (
+                "type" in repo
+                and self.string("resources.repository.type", repo["type"])
+                and not re.match(r"^[a-z]+$", repo["type"])
+            ):
+                self.error("resources.repository.type", "must be a lowercase word (git, svn, ...)")
 
 
 def control_default_version(path):
     text = Path(path).read_text()
-    match = re.search(r"^\s*default_version\s*=\s*'([^']*)'", text, re.M)
+    match = re.search(r"^\s*default_version\s*=\s*'([^']*)'", text, re.MULTILINE)
     return match.group(1) if match else None
 
 
@@ -321,9 +327,12 @@ def main():
     if args.dist:
         for name, ext in provided.items():
             for key in ("file", "docfile"):
-                if isinstance(ext, dict) and isinstance(ext.get(key), str):
-                    if not (Path(args.dist) / ext[key]).is_file():
-                        checker.error(f"provides.{name}.{key}", f"{ext[key]!r} is not a file of the distribution")
+                if (
+                    isinstance(ext, dict)
+                    and isinstance(ext.get(key), str)
+                    and not (Path(args.dist) / ext[key]).is_file()
+                ):
+                    checker.error(f"provides.{name}.{key}", f"{ext[key]!r} is not a file of the distribution")
 
     for e in checker.errors:
         print(f"{args.meta}: {e}", file=sys.stderr)

@@ -4,6 +4,7 @@
 # with both libraries preloaded, and runs the Rust suite in tests/citus/ against them. The
 # extension must already be installed in that server (scripts/test.sh does that).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 [ $# -eq 1 ] || die "usage: $0 VERSION (16, 17 or 18)"
@@ -26,7 +27,7 @@ export PG_OBJECTID_CITUS_COORDINATOR="host=127.0.0.1 port=$port user=postgres"
 export PG_OBJECTID_CITUS_WORKER1="host=127.0.0.1 port=$((port + 1)) user=postgres"
 export PG_OBJECTID_CITUS_WORKER2="host=127.0.0.1 port=$((port + 2)) user=postgres"
 status=0
-cargo test --test citus || status=$?
+run_tests citus || status=$?
 # A crashed backend shows in a node's log even when every query of the suite succeeded.
 for node in "${CITUS_NODES[@]}"; do
     if grep -E "terminated by signal|server process .* was terminated" "$dir/$node/server.log" >&2; then

@@ -11,9 +11,10 @@
 # pg_objectid must already be installed in that server (scripts/test.sh installs it first). Runs
 # all three even when one fails; exits non-zero if any did.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: $0 VERSION [PORT]"
+[[ $# -ge 1 && $# -le 2 ]] || die "usage: $0 VERSION [PORT]"
 v=$1 port=${2:-55640}
 pg_config=$(pg_config_of "$v")
 [ -f "$("$pg_config" --pkglibdir)/pg_objectid.so" ] ||
@@ -81,6 +82,7 @@ run "Python: psycopg 3 + bson" env PYTHONPATH="$adapters:$python_deps" PYTHONDON
     python3 "$clients/python/test_objectid_psycopg.py" -v
 run "Node.js: pg + bson" env NODE_PATH="$node_deps/node_modules" \
     node --test "$clients/node/objectid_pg.test.js"
+# shellcheck disable=SC2016  # $1 and $2 are expanded by the inner bash, which gets them as arguments
 run "Rust: postgres + bson" \
     bash -c 'cd "$1" && CARGO_TARGET_DIR="$2" cargo test --locked' _ "$clients/rust" "$rust_target"
 

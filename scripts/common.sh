@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # Shared by the scripts in this folder: where things are, the PostgreSQL servers we test on,
 # and throwaway clusters. Source it; it defines functions and variables only.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck disable=SC2034  # used by the scripts that source this file (setup.sh)
 PGRX_VERSION=0.18.0
 ALL_VERSIONS=(13 14 15 16 17 18)
 
@@ -81,6 +83,35 @@ major_of() {
     "$1" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'
 }
 
+# run_tests SUITE ARGS...: runs the client-side test suite SUITE (server: tests/server, citus:
+# tests/citus) with ARGS for its test binary (a filter, then -- options). The suites are ordinary
+# client programs, the same for every server version, so they are built once and their binary run
+# directly: a `cargo test` here would wait for cargo's build lock while another version's build,
+# running side by side (scripts/test.sh), holds it. scripts/test.sh exports the binaries' paths
+# (PG_OBJECTID_SERVER_TESTS, PG_OBJECTID_CITUS_TESTS); without them, cargo builds and names them.
+run_tests() {
+    local suite=$1 binary
+    shift
+    case $suite in
+        server) binary=${PG_OBJECTID_SERVER_TESTS:-} ;;
+        citus) binary=${PG_OBJECTID_CITUS_TESTS:-} ;;
+        *) die "run_tests: no suite $suite" ;;
+    esac
+    [ -n "$binary" ] || binary=$(test_binary "$suite")
+    (cd "$ROOT" && "$binary" "$@")
+}
+
+# The path of the test binary of the suite $1, built first if it is not up to date.
+test_binary() {
+    (cd "$ROOT" && cargo test --test "$1" --no-run --message-format=json) |
+        python3 -c '
+import json, sys
+paths = [m["executable"] for m in map(json.loads, sys.stdin)
+         if m.get("reason") == "compiler-artifact" and m.get("executable")
+         and m["target"]["name"] == sys.argv[1]]
+print(paths[-1])' "$1"
+}
+
 # Builds the extension for the server of $1 (a pg_config) and installs it into that server's tree.
 install_extension() {
     local pg_config=$1 profile=${2:-release} feature
@@ -94,19 +125,52 @@ install_extension() {
     install_old_releases "$pg_config"
 }
 
+# The earlier releases (sql/releases/VERSION/), oldest first.
+release_versions() {
+    local dir
+    for dir in "$ROOT"/sql/releases/*/; do basename "$dir"; done | sort -V
+}
+
+# Writes the install script of earlier release $1 to stdout. sql/releases/ keeps the first
+# release's script whole and each later one as the diff from the release before it
+# (docs/releasing.md), so the script is rebuilt by applying the diffs in order; its checksum
+# (pg_objectid--VERSION.sql.sha256) must then match, or this fails.
+release_script() {
+    local want=$1 version dir work status=1
+    work=$(mktemp -d)
+    for version in $(release_versions); do
+        dir="$ROOT/sql/releases/$version"
+        if [ -f "$dir/pg_objectid--$version.sql" ]; then
+            cp "$dir/pg_objectid--$version.sql" "$work/script.sql"
+        else
+            patch --quiet --batch --no-backup-if-mismatch --reject-file=- \
+                "$work/script.sql" "$dir/pg_objectid--$version.sql.diff" >&2 || break
+        fi
+        if [ "$version" = "$want" ]; then
+            cp "$work/script.sql" "$work/pg_objectid--$version.sql"
+            (cd "$work" && sha256sum --quiet --check "$dir/pg_objectid--$version.sql.sha256") >&2 &&
+                cat "$work/script.sql" && status=0
+            break
+        fi
+    done
+    rm -rf "$work"
+    [ $status = 0 ] || echo "cannot rebuild the install script of release $want from sql/releases/" >&2
+    return $status
+}
+
 # Copies the install scripts of earlier releases (sql/releases/VERSION/) into the server of $1,
 # so that `CREATE EXTENSION pg_objectid VERSION '…'` followed by `ALTER EXTENSION … UPDATE`
 # works there as on a server that once had that release. The scripts are pgrx's output for 14 and
 # later; for 13 they shipped without the block of connected objects that creates the
 # minmax-multi and bloom BRIN classes (PostgreSQL 13 has neither), so that block is left out.
 install_old_releases() {
-    local pg_config=$1 major dest release version sudo=()
+    local pg_config=$1 major dest version sudo=()
     major=$(major_of "$pg_config")
     dest="$("$pg_config" --sharedir)/extension"
     [ -w "$dest" ] || sudo=(sudo)
-    for release in "$ROOT"/sql/releases/*/; do
-        version=$(basename "$release")
-        python3 - "$release/pg_objectid--$version.sql" "$major" >"/tmp/pg_objectid--$version.$$.sql" <<'PY'
+    for version in $(release_versions); do
+        release_script "$version" >"/tmp/pg_objectid--$version.$$.full.sql"
+        python3 - "/tmp/pg_objectid--$version.$$.full.sql" "$major" >"/tmp/pg_objectid--$version.$$.sql" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 if sys.argv[2] == "13":
@@ -115,7 +179,7 @@ if sys.argv[2] == "13":
 sys.stdout.write(text)
 PY
         "${sudo[@]}" cp "/tmp/pg_objectid--$version.$$.sql" "$dest/pg_objectid--$version.sql"
-        rm -f "/tmp/pg_objectid--$version.$$.sql"
+        rm -f "/tmp/pg_objectid--$version.$$.sql" "/tmp/pg_objectid--$version.$$.full.sql"
     done
 }
 
@@ -294,6 +358,12 @@ pip_target() {
 # pymongo are compiled for one Python version, so it is per interpreter.
 clients_python_deps() {
     echo "$CACHE/clients/python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+}
+
+# The folder of the pinned Python linter of scripts/lint-requirements.txt: scripts/setup.sh installs
+# it there, scripts/lint.sh runs its bin/ruff.
+lint_python_deps() {
+    echo "$CACHE/lint"
 }
 
 # Versions named on the command line or in PG_OBJECTID_VERSIONS, else all of them.

@@ -7,6 +7,7 @@
 # both exist (backend and server mode on 13-16; the DSM registry and the main shared memory on
 # 17+). The extension must be installed for that server already (scripts/test.sh does that).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 [ $# -eq 3 ] || die "usage: $0 VERSION DIR PORT"
@@ -36,7 +37,7 @@ for preload in no yes; do
         PG_OBJECTID_CRASH_PGDATA="$dir/data" \
         PG_OBJECTID_CRASH_RUN_AS="$run_as" \
         PG_OBJECTID_CRASH_MODE="$mode" \
-        cargo test --test server crash:: -- --ignored --nocapture || status=1
+        run_tests server crash:: --ignored --nocapture || status=1
     cluster_stop "$pg_config" "$dir"
 done
 exit $status

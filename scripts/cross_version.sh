@@ -7,6 +7,7 @@
 # it knows v7, must read the same times from our v7 values as ours does. Both servers must
 # already have the extension installed (scripts/test.sh does that).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 old=${1:-15}
@@ -22,6 +23,7 @@ base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/cross
 clusters=()
 stop_all() {
     local entry
+    # shellcheck disable=SC2086  # word splitting wanted: each entry is "PG_CONFIG DIR"
     for entry in "${clusters[@]}"; do cluster_stop ${entry}; done
 }
 trap stop_all EXIT

@@ -2,6 +2,7 @@
 # README command 1: set up, build and install pg_objectid, start a throwaway PostgreSQL 15
 # cluster, run demo/demo.sql in it, and stop the cluster again.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 "$ROOT/scripts/setup.sh" 15

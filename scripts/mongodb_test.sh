@@ -3,6 +3,7 @@
 # page writes it, on Extended JSON files that pymongo's bson library writes (tests/mongodb/). The
 # extension must already be installed in the server of VERSION (scripts/test.sh does that).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 [ $# -ge 1 ] || die "usage: $0 VERSION [PORT]"

@@ -17,6 +17,7 @@
 # PG_OBJECTID_MAINTAINER is set. Needs cargo-pgrx (scripts/setup.sh) and dpkg-dev; lintian, when
 # installed, checks every package and any error it reports fails the build.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 out=${PG_OBJECTID_DEB_DIR:-$ROOT/target/debian}
@@ -79,7 +80,7 @@ work=$(mktemp -d /tmp/pg_objectid-package.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # The upgrade scripts in the source tree: each must be in every package.
-mapfile -t upgrade_scripts < <(cd "$ROOT/sql" && ls pg_objectid--*--*.sql 2>/dev/null | sort)
+mapfile -t upgrade_scripts < <(find "$ROOT/sql" -maxdepth 1 -name 'pg_objectid--*--*.sql' -printf '%f\n' | sort)
 
 # Writes DOC/copyright (Debian's machine-readable format: pg_objectid under the PostgreSQL
 # License, and the list of Rust crates that pg_objectid.so links statically, with the licenses

@@ -11,6 +11,7 @@
 # (or sudo) for apt-get, and lintian. Whatever happens, the package is purged at the end and the
 # server's folders are left as they were found.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 port=${1:-56100}
@@ -67,7 +68,7 @@ log "building $package"
 # Its report, lintian's included, goes to the log (standard error).
 "$ROOT/scripts/package.sh" --out "$work/debs" 15 >&2
 debs=("$work"/debs/"$package"_*.deb)
-[ ${#debs[@]} = 1 ] && [ -f "${debs[0]}" ] || fail "package.sh made no single $package package"
+[[ ${#debs[@]} = 1 && -f ${debs[0]} ]] || fail "package.sh made no single $package package"
 deb=${debs[0]}
 deb_version=$(dpkg-deb -f "$deb" Version)
 log "built $(basename "$deb"): $(du -k "$deb" | cut -f1) KiB"
@@ -103,7 +104,7 @@ for f in "$libdir/pg_objectid.so" "$extdir/pg_objectid.control" "$extdir/pg_obje
 done
 # Each upgrade script of the source tree is installed unchanged, so that a database made by an
 # earlier release can be updated after the package is upgraded.
-mapfile -t upgrade_scripts < <(cd "$ROOT/sql" && ls pg_objectid--*--*.sql | sort)
+mapfile -t upgrade_scripts < <(find "$ROOT/sql" -maxdepth 1 -name 'pg_objectid--*--*.sql' -printf '%f\n' | sort)
 [ ${#upgrade_scripts[@]} -gt 0 ] || fail "no upgrade script in sql/"
 for s in "${upgrade_scripts[@]}"; do
     grep -qx "$extdir/$s" "$work/package.list" || fail "the package lacks the upgrade script $s"
@@ -179,8 +180,7 @@ expect "the extension's owner and a table of the user's" "$(q pkgtest_owner pkgt
 # VERSION, as an earlier package would have had it, and removed before the update, which must
 # then find its way with the package's upgrade scripts alone.
 log "ALTER EXTENSION pg_objectid UPDATE from each earlier release"
-releases=()
-for release in "$ROOT"/sql/releases/*/; do releases+=("$(basename "$release")"); done
+mapfile -t releases < <(release_versions)
 [ ${#releases[@]} -gt 0 ] || fail "no earlier release in sql/releases"
 for r in "${releases[@]}"; do
     expect "the update path from $r" "$(q postgres postgres "
@@ -190,7 +190,8 @@ for r in "${releases[@]}"; do
     script="$extdir/pg_objectid--$r.sql"
     [ -e "$script" ] && fail "$script exists before the test put it there"
     added_scripts+=("$script")
-    "${SUDO[@]}" install -m 0644 "$ROOT/sql/releases/$r/pg_objectid--$r.sql" "$script"
+    release_script "$r" >"$work/pg_objectid--$r.sql"
+    "${SUDO[@]}" install -m 0644 "$work/pg_objectid--$r.sql" "$script"
     q postgres postgres "CREATE DATABASE $db" >/dev/null
     q postgres "$db" "CREATE EXTENSION pg_objectid VERSION '$r'" >/dev/null
     "${SUDO[@]}" rm -f "$script"

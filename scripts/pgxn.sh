@@ -11,6 +11,7 @@
 # @RELEASE_STATUS@ becomes "testing" for a SemVer pre-release (0.5.0-rc.1), else "stable".
 # The result is checked with scripts/check_meta.py before anything is written.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 out=${PG_OBJECTID_PGXN_DIR:-$ROOT/target/pgxn}

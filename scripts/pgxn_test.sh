@@ -12,6 +12,7 @@
 # META.json, which each validator must reject, so that a validator that passes everything fails
 # the test.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PGXN_META_VERSION=0.7.0
@@ -78,7 +79,7 @@ log "the zip: HEAD's files and META.json under pg_objectid-$version/"
 mkdir "$work/unzipped"
 (cd "$work/unzipped" && unzip -q "$zip")
 [ "$(ls -A "$work/unzipped")" = "pg_objectid-$version" ] ||
-    fail "the zip's top level is '$(ls -A "$work/unzipped" | tr '\n' ' ')', not pg_objectid-$version alone"
+    fail "the zip's top level is '$(find "$work/unzipped" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | tr '\n' ' ')', not pg_objectid-$version alone"
 dist="$work/unzipped/pg_objectid-$version"
 cmp -s "$dist/META.json" "$meta" || fail "the zip's META.json is not the generated one"
 { git -C "$ROOT" ls-tree -r --name-only HEAD; echo META.json; } | LC_ALL=C sort >"$work/expected.list"

@@ -16,6 +16,7 @@
 #     the replicated ones is printed as a note: that holds only once the clock's second has moved on.
 # Both servers must already have the extension installed (scripts/test.sh does that).
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 old=${1:-15}
@@ -33,6 +34,7 @@ stop_all() {
     local entry pid
     for pid in "${writers[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${writers[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # shellcheck disable=SC2086  # word splitting wanted: each entry is "PG_CONFIG DIR"
     for entry in "${clusters[@]}"; do cluster_stop ${entry}; done
 }
 trap stop_all EXIT
@@ -79,7 +81,7 @@ wait_until() {
 expect_index_used() {
     local plan
     plan=$(psql_db "$2" "$3" "$4" "EXPLAIN (COSTS OFF) $6")
-    grep -Eq "(using|on) $5( |\$)" <<<"$plan" && grep -q 'Index Cond: ' <<<"$plan" ||
+    { grep -Eq "(using|on) $5( |\$)" <<<"$plan" && grep -q 'Index Cond: ' <<<"$plan"; } ||
         die "$1: expected a range scan of $5, got:
 $plan"
     echo "ok: $1"
@@ -298,6 +300,7 @@ if [ "$binary" = yes ]; then
 fi
 grep -E 'ERROR|FATAL|PANIC' "$sub/server.log" "$pub/server.log" && die "errors in the server logs (above)"
 echo "ok: no errors in the publisher's and subscriber's logs"
+# shellcheck disable=SC2086  # word splitting wanted: each entry is "PG_CONFIG DIR"
 for entry in "${clusters[@]}"; do cluster_stop ${entry}; done
 clusters=()
 echo "logical replication: $((SECONDS - started)) s"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing pg_objectid needs on Debian 12, skipping whatever is already
-# there: Debian packages, cargo-pgrx of the pinned version, the PostgreSQL servers to test on
-# (arguments: major versions, default all), and pgrx's registration of every server present.
+# there: Debian packages, cargo-pgrx of the pinned version, the pinned ruff of scripts/lint.sh, the
+# PostgreSQL servers to test on (arguments: major versions, default all), and pgrx's registration of
+# every server present.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 SUDO=()
@@ -17,6 +19,8 @@ python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 # 18, which the pinned pg 8.23.1 (node >= 16) and bson 6.10.4 (node >= 16.20.1) support.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
+# scripts/lint.sh checks the shell scripts with ShellCheck (Debian 12's 0.9.0).
+packages+=(shellcheck)
 # The Citus tests on 16-18 build Citus against those servers' trees, whose pg_config.h enables
 # zstd, lz4 and GSSAPI, so Citus's headers need these libraries' development files.
 if printf '%s\n' "${versions[@]}" | grep -qxE '16|17|18'; then
@@ -42,6 +46,9 @@ if ! cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION"; the
     log "installing cargo-pgrx $PGRX_VERSION (takes 12-18 minutes)"
     cargo install --locked cargo-pgrx --version "$PGRX_VERSION"
 fi
+
+# scripts/lint.sh's Python linter, the pinned ruff, in a folder of its own (nothing if already there).
+pip_target "$ROOT/scripts/lint-requirements.txt" "$(lint_python_deps)"
 
 for v in "${versions[@]}"; do
     [ "$v" = 15 ] || fetch_postgres "$v"

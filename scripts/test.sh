@@ -2,142 +2,126 @@
 # README command 2: set up, then run every test on each selected PostgreSQL major version.
 #   scripts/test.sh           all of 13 14 15 16 17 18
 #   scripts/test.sh 15        a subset (or PG_OBJECTID_VERSIONS="15 18")
-# Per version: the server suite (tests/server) against a throwaway cluster, its generator tests
-# again with the library preloaded, then the in-process pgrx tests (pgrx-tests/), and on 16-18
-# the Citus suite (tests/citus, scripts/citus_test.sh). Before them the core's unit tests; after
-# them, when 15, 17 and 18 are selected, the dump/restore and pg_upgrade checks
-# (scripts/cross_version.sh).
+# First the linters (scripts/lint.sh) and the kernel's unit tests. Then, per version, every test
+# of that version (scripts/test_version.sh: the server suite, the preloaded generator, the crash
+# test, Citus on 16-18, the in-process pgrx tests), PG_OBJECTID_JOBS of them side by side (default
+# 2, one per core: while one version compiles, another's tests wait on its server). Last, the
+# checks across versions and builds: dump/restore and pg_upgrade (scripts/cross_version.sh, when
+# 15, 17 and 18 are selected), replication, the MongoDB recipe, PGXN, and the Debian package.
+# Each job's output is printed whole when it ends; docs/testing.md says what each costs.
 set -euo pipefail
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 mapfile -t versions < <(selected_versions "$@")
 "$ROOT/scripts/setup.sh" "${versions[@]}"
 cd "$ROOT"
 
-log "core unit tests"
-cargo test
-# The 0.5.0 -> 0.6.0 update script is generated from sql/rekey/: refuse a stale one.
-python3 "$ROOT/scripts/rekey_update_sql.py" --check
-
-# The server suite is an ordinary client program, the same for every server version; so is the
-# Citus suite.
-cargo test --test server --no-run
-cargo test --test citus --no-run
-
 base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}
-running=()
-stop_all() {
-    local entry
-    for entry in "${running[@]}"; do cluster_stop ${entry}; done
-}
-trap stop_all EXIT
-
+logs="$base/logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+jobs=${PG_OBJECTID_JOBS:-2}
 summary=()
 failed=0
+
+log "kernel unit tests"
+unit=passed
+cargo test || unit=FAILED
+# The 0.5.0 -> 0.6.0 update script is generated from sql/rekey/: refuse a stale one.
+python3 "$ROOT/scripts/rekey_update_sql.py" --check || unit=FAILED
+[ "$unit" = passed ] || failed=1
+summary+=("kernel unit tests, update script current: $unit")
+
+# The client-side suites are ordinary programs, the same for every server version: built once
+# here, and run as binaries by every job (scripts/common.sh, run_tests).
+PG_OBJECTID_SERVER_TESTS=$(test_binary server)
+PG_OBJECTID_CITUS_TESTS=$(test_binary citus)
+export PG_OBJECTID_SERVER_TESTS PG_OBJECTID_CITUS_TESTS
+
+# Jobs run in the background, at most $jobs at a time, each writing $logs/NAME.log. A job's
+# summary is its log's last line, or NAME and its outcome when it printed none.
+declare -A job_of_pid=()
+finish_one() {
+    local pid status=0 name
+    wait -n -p pid "${!job_of_pid[@]}" || status=$?
+    name=${job_of_pid[$pid]}
+    unset "job_of_pid[$pid]"
+    log "$name: done (exit $status); its output:"
+    cat "$logs/$name.log"
+    if [ $status = 0 ]; then
+        summary+=("$(tail -n 1 "$logs/$name.log")")
+    else
+        failed=1
+        summary+=("$name: FAILED (exit $status), see above; last line: $(tail -n 1 "$logs/$name.log")")
+    fi
+}
+# job NAME COMMAND...: starts COMMAND as a job, after waiting for a free slot.
+job() {
+    local name=$1
+    shift
+    while [ ${#job_of_pid[@]} -ge "$jobs" ]; do finish_one; done
+    log "$name: started"
+    "$@" >"$logs/$name.log" 2>&1 &
+    job_of_pid[$!]=$name
+}
+wait_all() {
+    while [ ${#job_of_pid[@]} -gt 0 ]; do finish_one; done
+}
+trap 'kill "${!job_of_pid[@]}" 2>/dev/null || true' EXIT
+
 # The client-library tests (docs/clients.md) test drivers, not servers: once per run, on 17 when
 # it is selected, else on the last version selected.
 clients_version=${versions[-1]}
 printf '%s\n' "${versions[@]}" | grep -qx 17 && clients_version=17
+job lint "$ROOT/scripts/lint.sh" "${versions[@]}"
 for v in "${versions[@]}"; do
-    started=$SECONDS
-    pg_config=$(pg_config_of "$v")
-    install_extension "$pg_config" debug
-
-    dir="$base/pg$v"
-    port=$((55500 + v))
-    # Issue 10: the fuzz suite (tests/server/fuzz.rs) reads this server's log for crashed processes.
-    export PG_OBJECTID_TEST_LOG="$dir/server.log"
-    log "server tests on PostgreSQL $v (cluster in $dir, port $port)"
-    cluster_start "$pg_config" "$dir" "$port"
-    running=("$pg_config $dir")
-    server=passed
-    PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server || server=FAILED
-    cluster_stop "$pg_config" "$dir"
-
-    # The generator again, with the library preloaded: server mode from the main shared memory.
-    log "generator tests on PostgreSQL $v with shared_preload_libraries = 'pg_objectid'"
-    cluster_start "$pg_config" "$dir" "$port" "shared_preload_libraries = 'pg_objectid'"
-    PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" cargo test --test server generate:: || server=FAILED
-    cluster_stop "$pg_config" "$dir"
-    running=()
-
-    # Issue 10, killed mid-write: pg_ctl -m immediate under 4 inserting sessions, both generator modes.
-    "$ROOT/scripts/crash_test.sh" "$v" "$base/crash$v" "$port" || server=FAILED
-
-    # Issue 13: docs/clients.md's adapters for psycopg 3, node-postgres and the postgres crate,
-    # against this build (before cargo pgrx test installs its own over it).
-    if [ "$v" = "$clients_version" ]; then
-        clients=passed
-        "$ROOT/scripts/clients_test.sh" "$v" 55640 || clients=FAILED
-        [ "$clients" = passed ] || failed=1
-    fi
-
-    # Issue 12: a coordinator and two workers, on the versions Citus 14 supports. The script
-    # builds Citus into this server's tree the first time (cached afterwards). Before the pgrx
-    # tests, which install their own build (with the pg_test feature) over the one tested here.
-    citus=-
-    if [ "$v" -ge 16 ]; then
-        citus=passed
-        "$ROOT/scripts/citus_test.sh" "$v" || citus=FAILED
-    fi
-
-    log "in-process pgrx tests on PostgreSQL $v"
-    pgrx_args=("pg$v")
-    if [ "$(id -u)" = 0 ]; then
-        # cargo-pgrx starts its server through sudo as this user, in a folder it can write.
-        rm -rf "$base/pgrx$v"
-        mkdir -p "$base/pgrx$v"
-        chown "$RUN_AS" "$base" "$base/pgrx$v"
-        pgrx_args+=(--runas "$RUN_AS" --pgdata "$base/pgrx$v/data")
-    fi
-    pgrx=passed
-    cargo pgrx test "${pgrx_args[@]}" || pgrx=FAILED
-
-    [ "$server" = passed ] && [ "$pgrx" = passed ] && [ "$citus" != FAILED ] || failed=1
-    summary+=("$(printf 'PostgreSQL %-3s server tests %-7s pgrx tests %-7s citus tests %-7s %4ds' "$v" "$server" "$pgrx" "$citus" $((SECONDS - started)))")
+    mode=()
+    [ "$v" = "$clients_version" ] && mode=(--clients)
+    job "pg$v" "$ROOT/scripts/test_version.sh" "$v" "${mode[@]}"
 done
+wait_all
 
 selected() { printf '%s\n' "${versions[@]}" | grep -qx "$1"; }
+# labelled WHAT COMMAND...: COMMAND, then WHAT and its outcome as the job's last line.
+# shellcheck disable=SC2317  # called through job's "$@", which ShellCheck does not follow
+labelled() {
+    local what=$1 status=0
+    shift
+    "$@" || status=$?
+    if [ "$status" = 0 ]; then echo "$what: passed"; else echo "$what: FAILED"; fi
+    return "$status"
+}
 # 17 is where the pg_upgrade check falls back to when 15 cannot be upgraded (see the script).
 if selected 15 && selected 17 && selected 18; then
-    cross=passed
     also=()
     selected 16 && also+=(16)
-    "$ROOT/scripts/cross_version.sh" 15 18 17 "${also[@]}" || cross=FAILED
-    [ "$cross" = passed ] || failed=1
-    summary+=("dump/restore and pg_upgrade to 18: $cross")
+    job cross-version labelled "dump/restore and pg_upgrade to 18" \
+        "$ROOT/scripts/cross_version.sh" 15 18 17 "${also[@]}"
 fi
 if selected 15 && selected 18; then
-    replication=passed
-    "$ROOT/scripts/replication_test.sh" 15 18 || replication=FAILED
-    [ "$replication" = passed ] || failed=1
-    summary+=("logical replication 15 -> 18, streaming replication on 18: $replication")
+    job replication labelled "logical replication 15 -> 18, streaming replication on 18" \
+        "$ROOT/scripts/replication_test.sh" 15 18
 fi
-
-# Issue 13: the Debian package of 15, installed into Debian's own server with apt-get, used and
-# purged again (scripts/package_test.sh). It moves the development build of 15 aside meanwhile (and
-# back), so it runs after every other test of that server.
-if selected 15; then
-    debian=passed
-    PG_OBJECTID_PACKAGE_TEST_DIR="$base/package" "$ROOT/scripts/package_test.sh" 55650 || debian=FAILED
-    [ "$debian" = passed ] || failed=1
-    summary+=("Debian package on PostgreSQL 15: $debian")
+# Issue 13: the mongoexport recipe of docs/mongodb.md, once, on the newest selected version (its
+# SQL function uses the RETURN form of PostgreSQL 14). Every version's build is still installed.
+newest=${versions[-1]}
+if [ "$newest" -ge 14 ]; then
+    job mongodb labelled "mongoexport recipe (docs/mongodb.md) on $newest" \
+        "$ROOT/scripts/mongodb_test.sh" "$newest" 55652
 fi
 # The PGXN release: META.json against the spec (PGXN's validator and scripts/check_meta.py) and
 # against the control files built above, and the zip's contents.
-pgxn=passed
-"$ROOT/scripts/pgxn_test.sh" "${versions[@]}" || pgxn=FAILED
-[ "$pgxn" = passed ] || failed=1
-summary+=("PGXN META.json and zip: $pgxn")
-[ -n "${clients:-}" ] && summary+=("client libraries (Python, Node.js, Rust) on PostgreSQL $clients_version: $clients")
-# Issue 13: the mongoexport recipe of docs/mongodb.md, once, on the newest selected version (its
-# SQL function uses the RETURN form of PostgreSQL 14). Every version's build is still installed.
-newest=${versions[${#versions[@]}-1]}
-if [ "$newest" -ge 14 ]; then
-    mongodb=passed
-    "$ROOT/scripts/mongodb_test.sh" "$newest" 55652 || mongodb=FAILED
-    [ "$mongodb" = passed ] || failed=1
-    summary+=("mongoexport recipe (docs/mongodb.md) on $newest: $mongodb")
+job pgxn labelled "PGXN META.json and zip" "$ROOT/scripts/pgxn_test.sh" "${versions[@]}"
+wait_all
+
+# Issue 13: the Debian package of 15, installed into Debian's own server with apt-get, used and
+# purged again (scripts/package_test.sh). It moves the development build of 15 aside meanwhile (and
+# back), so it runs alone, after every other test of that server.
+if selected 15; then
+    job debian labelled "Debian package on PostgreSQL 15" \
+        env PG_OBJECTID_PACKAGE_TEST_DIR="$base/package" "$ROOT/scripts/package_test.sh" 55650
+    wait_all
 fi
 
 log "summary"

@@ -1,4 +1,4 @@
--- Generation (src/core/generator.rs). gen_objectid() stamps the current second, then the generator's
+-- Generation (src/kernel/generator.rs). gen_objectid() stamps the current second, then the generator's
 -- random value and counter; gen_objectid_subsecond() the current second and its fraction, then
 -- the random value, for tables written by several servers at once; gen_objectid_at() a given
 -- second, for backfilling keys of existing rows, from a separate 64-bit backfill counter. One

@@ -1,11 +1,12 @@
 //! pg_objectid: a 12-byte MongoDB-compatible `objectid` type for PostgreSQL.
 //!
-//! `core` holds the value logic with no PostgreSQL in it; `objectid` adapts it to SQL, one module
+//! `kernel` holds the value logic with no PostgreSQL in it; `objectid` adapts it to SQL, one module
 //! per SQL concern. Every SQL object is declared by hand in `sql/` (pgrx generates none), so that
 //! the install script qualifies everything with `@extschema@` and marks volatility, strictness,
 //! parallel safety and leakproofness exactly.
 
-pub mod core;
+pub mod kernel;
+mod nodes;
 mod objectid;
 mod planner;
 mod rekey;

@@ -2,7 +2,7 @@
 
 use pgrx::prelude::*;
 
-use crate::core::objectid::ObjectId;
+use crate::kernel::objectid::ObjectId;
 
 /// Declared in SQL as `(internal, internal)`, as BRIN support functions are, but called with two
 /// ordinary objectid Datums.

@@ -2,7 +2,7 @@
 
 use pgrx::prelude::*;
 
-use crate::core::objectid::{ObjectId, LEN};
+use crate::kernel::objectid::{ObjectId, LEN};
 
 /// Named after the target type, as PostgreSQL names cast functions.
 #[pg_extern(sql = false)]

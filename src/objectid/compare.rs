@@ -8,7 +8,7 @@ use pgrx::datum::Internal;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::core::objectid::ObjectId;
+use crate::kernel::objectid::ObjectId;
 
 #[pg_extern(sql = false)]
 fn objectid_eq(a: &ObjectId, b: &ObjectId) -> bool {

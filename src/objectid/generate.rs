@@ -7,9 +7,9 @@
 //! else in the dynamic shared memory registry (PostgreSQL 17 and later).
 //!
 //! Backend mode, where neither is available: one generator per process, made on first use and
-//! remade whenever the process id or the fork generation changes (see `crate::core::fork`).
+//! remade whenever the process id or the fork generation changes (see `crate::kernel::fork`).
 //!
-//! Uniqueness and order are the core generator's (`crate::core::generator`): by construction
+//! Uniqueness and order are the core generator's (`crate::kernel::generator`): by construction
 //! within one generator; when it has no id left it refuses, here with SQLSTATE 2200H.
 
 use core::ptr;
@@ -18,18 +18,71 @@ use std::cell::RefCell;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::core::clock;
-use crate::core::generator::{Exhausted, Generator, PerProcess};
-use crate::core::objectid::ObjectId;
-use crate::core::time::{self, OutOfRange};
+use crate::kernel::clock;
+use crate::kernel::generator::{Exhausted, Generator, PerProcess};
+use crate::kernel::objectid::ObjectId;
+use crate::kernel::time::{self, OutOfRange};
 
 use super::time::out_of_range_error;
 
-/// The generator's name in the main shared memory index and in the DSM registry. It names the
-/// layout of `Generator`, whose size both reservations take from `size_of`: the registry outlives
-/// a library upgrade without a restart, so a new layout takes a new name rather than meeting a
-/// segment of the old size (an error) while older backends still use the old one.
-const SHMEM_NAME: &core::ffi::CStr = c"pg_objectid generator v3";
+/// Every name the generator's segment has had, with the `Generator::LAYOUT` it named; the last is
+/// the current one. The name is the segment's key in the main shared memory index and in the DSM
+/// registry, which outlives a library upgrade without a restart: a new layout must take a new
+/// name rather than meet a segment of the old layout while older backends still use it. The build
+/// fails below until a changed `Generator` has its own entry here. Entries are history: append,
+/// never edit.
+const SHMEM_NAMES: &[(&[u8], &[usize])] = &[
+    (b"pg_objectid generator v2\0", &[24, 8, 0, 8, 16]),
+    (b"pg_objectid generator v3\0", &[32, 8, 0, 8, 16, 24]),
+];
+
+const SHMEM_NAME: &core::ffi::CStr = {
+    let (name, layout) = SHMEM_NAMES[SHMEM_NAMES.len() - 1];
+    assert!(
+        same(layout, Generator::LAYOUT),
+        "Generator's layout changed: append a new name and its layout to SHMEM_NAMES"
+    );
+    let mut i = 0;
+    while i + 1 < SHMEM_NAMES.len() {
+        assert!(
+            !same_bytes(SHMEM_NAMES[i].0, name),
+            "a new layout needs a name SHMEM_NAMES has not used"
+        );
+        i += 1;
+    }
+    match core::ffi::CStr::from_bytes_with_nul(name) {
+        Ok(name) => name,
+        Err(_) => panic!("a name in SHMEM_NAMES lacks its final NUL or has one inside"),
+    }
+};
+
+const fn same(a: &[usize], b: &[usize]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The server-wide generator once this process has found it. Set in the postmaster when
 /// preloaded (children inherit it with the mapping), or on first use from the DSM registry.
@@ -83,7 +136,7 @@ fn gen_objectid() -> ObjectId {
 }
 
 /// Ids for tables written by several servers at once: seconds, then the fraction of the second,
-/// then the generator's random value (`crate::core::generator`, `next_subsecond`).
+/// then the generator's random value (`crate::kernel::generator`, `next_subsecond`).
 #[pg_extern(sql = false)]
 fn gen_objectid_subsecond() -> ObjectId {
     let (seconds, nanos) = clock::unix_seconds_and_nanos();
@@ -215,7 +268,8 @@ unsafe extern "C-unwind" fn shmem_startup() {
         if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
             pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev());
         }
-        // AddinShmemInitLock, which C reaches through a macro.
+        // AddinShmemInitLock, which C reaches through a macro over the main LWLock array: number
+        // 21 in lwlocknames.txt on every version 13-18, as pgrx's own PgAtomic and PgLwLock take it.
         let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;

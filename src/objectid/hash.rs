@@ -5,7 +5,7 @@ use core::ffi::c_int;
 
 use pgrx::prelude::*;
 
-use crate::core::objectid::{ObjectId, LEN};
+use crate::kernel::objectid::{ObjectId, LEN};
 
 // PostgreSQL's byte hash (src/common/hashfn.c), exported by the server but not among pgrx's
 // bindings. Neither function can raise an error.

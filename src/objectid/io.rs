@@ -7,7 +7,7 @@ use pgrx::datum::Internal;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::core::objectid::{ObjectId, ParseError, HEX_LEN, LEN};
+use crate::kernel::objectid::{ObjectId, ParseError, HEX_LEN, LEN};
 
 /// Returns NULL only after reporting bad input softly (see `report_softly`).
 #[pg_extern(sql = false)]

@@ -1,5 +1,5 @@
 //! Explicit casts between `objectid` and `jsonb` in MongoDB Extended JSON: `{"$oid": "…"}`, as
-//! `mongoexport` writes an ObjectId (`src/core/extjson.rs` decides what converts).
+//! `mongoexport` writes an ObjectId (`src/kernel/extjson.rs` decides what converts).
 //!
 //! Only casts to `jsonb` are declared, never to `json`: `to_jsonb()` and `to_json()` of a row
 //! look for a cast to `json` (jsonb.c's `jsonb_categorize_type`, json.c's
@@ -8,8 +8,8 @@
 use pgrx::prelude::*;
 use pgrx::{pg_sys, JsonB};
 
-use crate::core::extjson::{self, FromJsonError, Json, Kind, Scalar, OID_KEY};
-use crate::core::objectid::ObjectId;
+use crate::kernel::extjson::{self, FromJsonError, Json, Kind, Scalar, OID_KEY};
+use crate::kernel::objectid::ObjectId;
 
 /// `{"$oid": "<24 hex digits>"}`. Named after the target type, as PostgreSQL names cast
 /// functions.

@@ -1,4 +1,4 @@
-//! The `objectid` SQL type over [`crate::core::objectid::ObjectId`].
+//! The `objectid` SQL type over [`crate::kernel::objectid::ObjectId`].
 //!
 //! PostgreSQL stores the type as 12 bytes with no header (`INTERNALLENGTH = 12`, alignment
 //! `char`), passed by reference. A Datum is therefore a pointer to exactly the 12 bytes of an
@@ -14,7 +14,7 @@ use pgrx::layout::PassBy;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::core::objectid::{ObjectId, LEN};
+use crate::kernel::objectid::{ObjectId, LEN};
 
 mod brin;
 mod cast;

@@ -4,8 +4,8 @@
 
 use pgrx::prelude::*;
 
-use crate::core::objectid::ObjectId;
-use crate::core::time::{self, OutOfRange};
+use crate::kernel::objectid::ObjectId;
+use crate::kernel::time::{self, OutOfRange};
 
 #[pg_extern(sql = false)]
 fn objectid_timestamp(id: &ObjectId) -> TimestampWithTimeZone {

@@ -24,7 +24,7 @@ pub(crate) struct Catalog {
     /// `>=` and `<=` of the extension's btree operator family for objectid.
     pub objectid_ge: pg_sys::Oid,
     pub objectid_le: pg_sys::Oid,
-    /// The exact bounds (see `crate::core::time::first_at_or_after`).
+    /// The exact bounds (see `crate::kernel::time::first_at_or_after`).
     pub first_at_or_after: pg_sys::Oid,
     pub first_after: pg_sys::Oid,
     pub last_at_or_before: pg_sys::Oid,
@@ -226,7 +226,7 @@ unsafe fn is_library_function(
         if tuple.is_null() {
             return false;
         }
-        let form = get_struct::<pg_sys::FormData_pg_proc>(tuple);
+        let form = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple);
         let text_column = |column: u32| {
             let mut isnull = true;
             let datum = pg_sys::SysCacheGetAttr(
@@ -303,7 +303,10 @@ unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
             pg_sys::Anum_pg_extension_oid,
             extension,
             |tuple, _| {
-                schema = Some((*get_struct::<pg_sys::FormData_pg_extension>(tuple)).extnamespace)
+                schema = Some(
+                    (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(tuple))
+                        .extnamespace,
+                )
             },
         )
     };
@@ -323,19 +326,9 @@ pub(crate) unsafe fn function_language(oid: pg_sys::Oid) -> Option<pg_sys::Oid> 
         if tuple.is_null() {
             return None;
         }
-        let language = (*get_struct::<pg_sys::FormData_pg_proc>(tuple)).prolang;
+        let language = (*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple)).prolang;
         pg_sys::ReleaseSysCache(tuple);
         Some(language)
-    }
-}
-
-/// `GETSTRUCT`: the fixed-width columns of a catalog row, which follow the tuple header.
-unsafe fn get_struct<T>(tuple: pg_sys::HeapTuple) -> *mut T {
-    unsafe {
-        let data = (*tuple).t_data;
-        data.cast::<u8>()
-            .add(usize::from((*data).t_hoff))
-            .cast::<T>()
     }
 }
 

@@ -7,7 +7,7 @@
 use pgrx::pg_sys;
 
 use super::catalog::Catalog;
-use super::nodes::{is_a, list_ptrs};
+use crate::nodes::{is_a, list_ptrs};
 
 /// Which time function the condition reads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -32,7 +32,6 @@
 
 mod catalog;
 mod condition;
-pub(crate) mod nodes;
 mod proof;
 mod rewrite;
 

@@ -4,7 +4,7 @@ use pgrx::pg_sys;
 
 use super::catalog::Catalog;
 use super::condition::version_7_column;
-use super::nodes::{is_a, list_ptrs};
+use crate::nodes::{conjuncts, is_a, list_oids};
 
 /// Whether column `attno` of table `relid` can hold only version-7 UUIDs, or UUIDs for which
 /// `uuid_extract_timestamp` is NULL, by a CHECK constraint `uuid_extract_version(col) = 7` that
@@ -264,37 +264,9 @@ unsafe fn calls_function(node: *mut pg_sys::Node, function: pg_sys::Oid) -> bool
                     return true;
                 }
             }
-            super::nodes::expression_tree_walker(node, Some(walker), context)
+            crate::nodes::expression_tree_walker(node, Some(walker), context)
         }
     }
     let mut function = function;
     unsafe { walker(node, (&raw mut function).cast()) }
-}
-
-/// The arms of an AND (implicit as a List, or explicit), or the node itself.
-pub(crate) unsafe fn conjuncts(node: *mut pg_sys::Node) -> impl Iterator<Item = *mut pg_sys::Node> {
-    unsafe {
-        let list = if is_a(node, pg_sys::NodeTag::T_List) {
-            Some(node.cast::<pg_sys::List>())
-        } else if is_a(node, pg_sys::NodeTag::T_BoolExpr)
-            && (*node.cast::<pg_sys::BoolExpr>()).boolop == pg_sys::BoolExprType::AND_EXPR
-        {
-            Some((*node.cast::<pg_sys::BoolExpr>()).args)
-        } else {
-            None
-        };
-        let single = if list.is_none() { Some(node) } else { None };
-        list.into_iter()
-            .flat_map(|l| list_ptrs(l).map(|p| p.cast::<pg_sys::Node>()))
-            .chain(single)
-    }
-}
-
-unsafe fn list_oids(list: *mut pg_sys::List) -> impl Iterator<Item = pg_sys::Oid> {
-    let len = if list.is_null() {
-        0
-    } else {
-        unsafe { (*list).length }
-    };
-    (0..len as usize).map(move |i| unsafe { (*(*list).elements.add(i)).oid_value })
 }

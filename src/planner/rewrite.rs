@@ -19,8 +19,8 @@ use pgrx::pg_sys;
 
 use super::catalog::{self, Catalog};
 use super::condition::{recognise, version_7_column, Strategy, TimeCondition, TimeFunction};
-use super::nodes::{is_a, list_of, list_ptrs};
 use super::proof;
+use crate::nodes::{and_arms, is_a, is_bool, list_of, list_ptrs};
 
 struct Level<'a> {
     root: *mut pg_sys::PlannerInfo,
@@ -101,14 +101,7 @@ unsafe fn rewrite_positive(
     level: &mut Level,
 ) -> Vec<*mut pg_sys::Node> {
     unsafe {
-        let and_args = if is_a(node, pg_sys::NodeTag::T_List) {
-            Some(node.cast::<pg_sys::List>())
-        } else if is_bool(node, pg_sys::BoolExprType::AND_EXPR) {
-            Some((*node.cast::<pg_sys::BoolExpr>()).args)
-        } else {
-            None
-        };
-        if let Some(args) = and_args {
+        if let Some(args) = and_arms(node) {
             // A row passes an AND only if it passes every arm, so what one arm requires holds
             // while another is evaluated: `uuid_extract_version(id) = 7 AND <time on id>`.
             let mut known = v7_columns.to_vec();
@@ -195,7 +188,7 @@ unsafe fn rewrite_condition(
 /// The (operator, bound function) pairs a condition becomes.
 ///
 /// For objectid, conditions on the objectid itself that hold for exactly the rows the time
-/// condition holds for (see `crate::core::time::first_at_or_after`). For uuid, conditions every
+/// condition holds for (see `crate::kernel::time::first_at_or_after`). For uuid, conditions every
 /// version-7 UUID satisfying the time condition satisfies (bounds of whole milliseconds); the
 /// time condition stays next to them.
 fn bounds(c: &TimeCondition, k: &Catalog) -> (Vec<(pg_sys::Oid, pg_sys::Oid)>, pg_sys::Oid) {
@@ -321,12 +314,6 @@ unsafe fn bound_condition(
             pg_sys::InvalidOid,
         );
         pg_sys::eval_const_expressions(level.root, expr.cast())
-    }
-}
-
-unsafe fn is_bool(node: *mut pg_sys::Node, op: pg_sys::BoolExprType::Type) -> bool {
-    unsafe {
-        is_a(node, pg_sys::NodeTag::T_BoolExpr) && (*node.cast::<pg_sys::BoolExpr>()).boolop == op
     }
 }
 

@@ -4,7 +4,9 @@
 //! procedure may commit at all, run the owner's code in a security-restricted operation
 //! (`as_owner`, with `session_state` what it checks around it and `rekey_batch_as_owner` a batch
 //! of several owners' statements), keep what a batch reads from the catalogs until a catalog
-//! changes (`catalog_epoch`, `rekey_batch_catalog`), and call pgstattuple by OID (`leaf_density`).
+//! changes (`catalog_epoch`, `rekey_batch_catalog`), call pgstattuple by OID (`leaf_density`),
+//! look a batch's new keys up from arrays built once per statement (`rekey_new_key`), and leave
+//! out the foreign-key checks a batch's rewrite satisfies by construction (`implied_checks`).
 
 use pgrx::prelude::*;
 

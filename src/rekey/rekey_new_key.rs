@@ -1,5 +1,5 @@
 //! `objectid_internal.rekey_new_key(key, keys, new_keys)`: the new key a batch's rewrite gives a
-//! column (src/core/key_map.rs). A batch's statement passes its arrays as parameters, which SPI's
+//! column (src/kernel/key_map.rs). A batch's statement passes its arrays as parameters, which SPI's
 //! one-shot plan folds into constants, so the mapping is built once per statement and kept in the
 //! call's `fn_extra`, as PostgreSQL keeps a hashed `= ANY` array in its expression's state only
 //! when the array is a `Const` (`convert_saop_to_hashed_saop`); the lookup of every row is then a
@@ -12,8 +12,8 @@ use pgrx::datum::Uuid;
 use pgrx::prelude::*;
 use pgrx::{Array, FromDatum, PgMemoryContexts};
 
-use crate::core::key_map::{Key, KeyMap, KeyMapError};
-use crate::planner::nodes::{is_a, list_ptrs};
+use crate::kernel::key_map::{Key, KeyMap, KeyMapError};
+use crate::nodes::{is_a, list_ptrs};
 
 /// The mapping built for one expression whose arrays are constants.
 struct Cached {

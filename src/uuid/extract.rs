@@ -3,7 +3,7 @@
 use pgrx::datum::Uuid;
 use pgrx::prelude::*;
 
-use crate::core::uuidv7;
+use crate::kernel::uuidv7;
 
 /// v7 (milliseconds) and v1 (100 ns since 1582-10-15); NULL for other versions and variants.
 #[pg_extern(sql = false)]

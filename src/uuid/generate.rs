@@ -6,9 +6,9 @@ use pgrx::datum::Uuid;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::core::clock;
-use crate::core::random::ProcessRng;
-use crate::core::uuidv7::{self, AscendingClock};
+use crate::kernel::clock;
+use crate::kernel::random::ProcessRng;
+use crate::kernel::uuidv7::{self, AscendingClock};
 
 extern "C-unwind" {
     // The server's timestamptz + interval, as a plain fmgr function for DirectFunctionCall

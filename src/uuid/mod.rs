@@ -1,6 +1,6 @@
 //! PostgreSQL 18's UUID functions for every version: `uuidv7()`, `uuidv7(interval)`, `uuidv4()`,
 //! `uuid_extract_timestamp()`, `uuid_extract_version()`, and the time helpers `uuidv7_from_time()`
-//! and `uuidv7_at()`, over the built-in `uuid` type. The layouts live in `crate::core::uuidv7`.
+//! and `uuidv7_at()`, over the built-in `uuid` type. The layouts live in `crate::kernel::uuidv7`.
 
 mod extract;
 mod generate;

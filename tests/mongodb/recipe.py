@@ -24,7 +24,7 @@ from bson.objectid import ObjectId
 
 DOCS, PSQL, WORKDIR = sys.argv[1:4]
 ORDERS = 5000
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 # The export's newest order; the others are spread over the 30 days before it.
 NEWEST = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
@@ -72,11 +72,12 @@ def orders():
 
 def recipe_blocks(page):
     """The ```sql blocks between the page's mongodb-recipe markers, in order."""
-    text = open(page, encoding="utf-8").read()
-    match = re.search(r"<!-- mongodb-recipe: begin -->(.*?)<!-- mongodb-recipe: end -->", text, re.S)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    match = re.search(r"<!-- mongodb-recipe: begin -->(.*?)<!-- mongodb-recipe: end -->", text, re.DOTALL)
     if not match:
         fail(f"{page} has no mongodb-recipe markers")
-    blocks = re.findall(r"```sql\n(.*?)```", match.group(1), re.S)
+    blocks = re.findall(r"```sql\n(.*?)```", match.group(1), re.DOTALL)
     if len(blocks) < 3:
         fail(f"{page}: expected the recipe's sql blocks, found {len(blocks)}")
     return blocks
@@ -87,7 +88,7 @@ def psql(database, *args, cwd=None, input=None, encoding=None, expect_error=None
     env = {**os.environ, "PGTZ": "UTC"}
     if encoding:
         env["PGCLIENTENCODING"] = encoding
-    result = subprocess.run(command, cwd=cwd, input=input, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, check=False, cwd=cwd, input=input, capture_output=True, text=True, env=env)
     if expect_error is not None:
         if result.returncode == 0 or expect_error not in result.stderr:
             fail(f"psql {' '.join(args)} in {database}: expected an error with {expect_error!r}, "
@@ -114,9 +115,8 @@ def check(mode, docs, blocks, encoding=None):
     os.makedirs(directory, exist_ok=True)
     options = CANONICAL_JSON_OPTIONS if mode == "canonical" else RELAXED_JSON_OPTIONS
     with open(os.path.join(directory, "orders.json"), "w", encoding="utf-8") as out:
-        for doc in docs:
-            # mongoexport writes text as UTF-8, not as \u escapes (Python's default).
-            out.write(json_util.dumps(doc, json_options=options, ensure_ascii=False) + "\n")
+        # mongoexport writes text as UTF-8, not as \u escapes (Python's default).
+        out.writelines(json_util.dumps(doc, json_options=options, ensure_ascii=False) + "\n" for doc in docs)
 
     psql("postgres", "-c", f"DROP DATABASE IF EXISTS {database}")
     psql("postgres", "-c", f"CREATE DATABASE {database}")

@@ -12,11 +12,15 @@
 --   rekey_forget(table)                                drop the recorded state (the mapping table stays)
 --
 -- How parent and children change together: each batch locks its parent rows (FOR UPDATE), records
--- old -> new in the mapping table, then rewrites the key and every referencing column in one
--- statement, one data-modifying WITH query. PostgreSQL runs the foreign keys' checks and actions
--- at the end of that statement (AfterTriggerEndQuery, after every sub-statement), when parent and
--- children agree again; so no constraint is altered or re-validated, whatever its ON UPDATE
--- action: a cascade or SET NULL finds no child left with the old key.
+-- old -> new in the mapping table, then rewrites the key and every referencing column of the key
+-- owner's tables in one statement, one data-modifying WITH query; tables of other owners get a
+-- statement each, as their owner, whose AFTER triggers fire once the key owner's statement has
+-- made the new keys (src/rekey/rekey_batch_as_owner.rs). PostgreSQL runs the foreign keys' checks
+-- and actions at the end of the statement (AfterTriggerEndQuery, after every sub-statement; the
+-- batch makes deferrable constraints immediate first, rekey_batch.sql), when parent and children
+-- agree again; so no constraint is altered or re-validated, whatever its ON UPDATE action: a
+-- cascade or SET NULL finds no child left with the old key. The checks the one statement
+-- satisfies by construction are left out of it (src/rekey/implied_checks.rs says which and why).
 --
 -- Privileges (docs/migration.md, "Privileges"): nothing here is SECURITY DEFINER; the caller must
 -- have the privileges of the table's owner. Every statement that reads or writes a table of the

@@ -112,7 +112,7 @@ class ObjectIdPsycopgTest(unittest.TestCase):
             self.assertEqual(row[0], "objectid", placeholder)
 
     def test_server_ids_carry_bsons_generation_time(self):
-        before = datetime.datetime.now(datetime.timezone.utc)
+        before = datetime.datetime.now(datetime.UTC)
         for binary in (False, True):
             with self.conn.cursor(binary=binary) as cur:
                 cur.execute(
@@ -122,7 +122,7 @@ class ObjectIdPsycopgTest(unittest.TestCase):
                     (EDGES,),
                 )
                 rows = cur.fetchall()
-            after = datetime.datetime.now(datetime.timezone.utc)
+            after = datetime.datetime.now(datetime.UTC)
             self.assertEqual(len(rows), 200 + len(EDGES))
             for i, (oid, server_time, raw) in enumerate(rows):
                 self.assertEqual(oid.generation_time, server_time, f"{oid}, binary={binary}")
@@ -132,7 +132,7 @@ class ObjectIdPsycopgTest(unittest.TestCase):
                     self.assertGreaterEqual(server_time, before.replace(microsecond=0) - datetime.timedelta(seconds=1))
                     self.assertLessEqual(server_time, after + datetime.timedelta(seconds=2))
             # Read unsigned: 0x80000000 is 2038-01-19 03:14:08 UTC, 0xffffffff 2106-02-07 06:28:15.
-            utc = datetime.timezone.utc
+            utc = datetime.UTC
             self.assertEqual(rows[203][0].generation_time, datetime.datetime(2038, 1, 19, 3, 14, 8, tzinfo=utc))
             self.assertEqual(rows[204][0].generation_time, datetime.datetime(2106, 2, 7, 6, 28, 15, tzinfo=utc))
 
@@ -173,17 +173,18 @@ class ObjectIdPsycopgTest(unittest.TestCase):
         ids = client_ids()
         for fmt in ("text", "binary"):
             self.conn.execute("TRUNCATE t")
-            with self.conn.cursor() as cur:
-                with cur.copy(f"COPY t (n, fmt, id) FROM STDIN (FORMAT {fmt})") as copy:
-                    if fmt == "binary":
-                        copy.set_types(["int4", "text", "objectid"])
-                    for n, oid in enumerate(ids + [None]):
-                        copy.write_row((n, fmt, oid))
+            with self.conn.cursor() as cur, cur.copy(f"COPY t (n, fmt, id) FROM STDIN (FORMAT {fmt})") as copy:
+                if fmt == "binary":
+                    copy.set_types(["int4", "text", "objectid"])
+                for n, oid in enumerate(ids + [None]):
+                    copy.write_row((n, fmt, oid))
             self.assert_server_has(ids + [None])
-            with self.conn.cursor() as cur:
-                with cur.copy(f"COPY (SELECT n, id FROM t ORDER BY n) TO STDOUT (FORMAT {fmt})") as copy:
-                    copy.set_types(["int4", "objectid"])
-                    out = list(copy.rows())
+            with (
+                self.conn.cursor() as cur,
+                cur.copy(f"COPY (SELECT n, id FROM t ORDER BY n) TO STDOUT (FORMAT {fmt})") as copy,
+            ):
+                copy.set_types(["int4", "objectid"])
+                out = list(copy.rows())
             self.assertEqual(out, list(enumerate(ids + [None])), fmt)
 
     def test_client_side_binding(self):

@@ -1,7 +1,7 @@
 //! Between ObjectId's Unix seconds and PostgreSQL's timestamps (microseconds since
 //! 2000-01-01 00:00:00 UTC, with i64::MIN and i64::MAX standing for -infinity and infinity).
 
-use crate::core::objectid::ObjectId;
+use crate::kernel::objectid::ObjectId;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 /// Seconds from 1970-01-01 to 2000-01-01.

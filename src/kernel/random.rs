@@ -29,7 +29,7 @@ mod tests {
 const RESEED_AFTER: usize = 1 << 20;
 
 /// A fast userspace CSPRNG (ChaCha12, rand's StdRng) for one process, seeded from the OS. It is
-/// seeded again whenever the process id or the fork generation ([`crate::core::fork`]) changes,
+/// seeded again whenever the process id or the fork generation ([`crate::kernel::fork`]) changes,
 /// so a forked child never continues its parent's stream, whether PostgreSQL forked it or other
 /// code did, and after every RESEED_AFTER bytes. Asking the OS for 8 bytes per UUID costs more
 /// than making the rest of the UUID.
@@ -41,7 +41,7 @@ pub struct ProcessRng {
 
 #[derive(Clone)]
 struct Owner {
-    process: crate::core::fork::Process,
+    process: crate::kernel::fork::Process,
     rng: rand::rngs::StdRng,
 }
 
@@ -57,7 +57,7 @@ impl ProcessRng {
         };
         if fresh {
             self.owner = Some(Owner {
-                process: crate::core::fork::Process::current(pid),
+                process: crate::kernel::fork::Process::current(pid),
                 rng: rand::rngs::StdRng::from_seed(os_random()?),
             });
             self.used = 0;
@@ -116,7 +116,7 @@ mod process_rng_tests {
         let mut rng = ProcessRng::default();
         let mut first = [0u8; 32];
         rng.fill(PID, &mut first).unwrap();
-        let child = crate::core::fork::testing::in_forked_child(|| {
+        let child = crate::kernel::fork::testing::in_forked_child(|| {
             let mut buf = [0u8; 32];
             rng.fill(PID, &mut buf).unwrap();
             buf

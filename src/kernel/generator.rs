@@ -82,8 +82,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::core::fork;
-use crate::core::objectid::ObjectId;
+use crate::kernel::fork;
+use crate::kernel::objectid::ObjectId;
 
 const COUNTER_BITS: u32 = 24;
 const COUNTER_MASK: u64 = (1 << COUNTER_BITS) - 1;
@@ -119,6 +119,17 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// What every process that maps the state must agree on: its size, its alignment and each
+    /// field's offset. `src/objectid/generate.rs` names the shared-memory segment after it.
+    pub const LAYOUT: &'static [usize] = &[
+        core::mem::size_of::<Self>(),
+        core::mem::align_of::<Self>(),
+        core::mem::offset_of!(Self, random),
+        core::mem::offset_of!(Self, floor),
+        core::mem::offset_of!(Self, backfill),
+        core::mem::offset_of!(Self, subsecond),
+    ];
+
     /// A generator whose first id has counter `counter_start` (its low 24 bits) and whose first
     /// backfill id has bytes 4–11 `backfill_start` (or the first value after it that does not
     /// begin with the random value).
@@ -134,8 +145,8 @@ impl Generator {
 
     /// A generator from the OS's random source, as every real generator is made: random value,
     /// counter start, and a backfill start below 2^63 (so at least 2^63 backfill values remain).
-    pub fn from_os_random() -> Result<Self, crate::core::random::Error> {
-        let b: [u8; 16] = crate::core::random::os_random()?;
+    pub fn from_os_random() -> Result<Self, crate::kernel::random::Error> {
+        let b: [u8; 16] = crate::kernel::random::os_random()?;
         let random = [b[0], b[1], b[2], b[3], b[4]];
         let counter = u32::from_be_bytes([0, b[5], b[6], b[7]]);
         let backfill = u64::from_be_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]);
@@ -586,7 +597,7 @@ mod tests {
         let g = slot.get(PID, Generator::from_os_random).unwrap();
         let parent = g.random_value();
         g.next(T).unwrap();
-        let child = crate::core::fork::testing::in_forked_child(|| {
+        let child = crate::kernel::fork::testing::in_forked_child(|| {
             let g = slot.get(PID, Generator::from_os_random).unwrap();
             *g.next(T).unwrap().as_bytes()
         });

@@ -5,7 +5,7 @@
 //! as a [`Json`]; the decision of what converts, and why not, is made here, so that it can be
 //! tested without a server.
 
-use crate::core::objectid::{ObjectId, ParseError};
+use crate::kernel::objectid::{ObjectId, ParseError};
 
 /// The key of Extended JSON's ObjectId wrapper.
 pub const OID_KEY: &str = "$oid";
