@@ -5,7 +5,8 @@
 #   scripts/freeze_release.sh [PG_CONFIG]    a server of 14 or later (default: 18's)
 # It builds and installs the extension for that server, takes the install script pgrx wrote there
 # and stores it as the diff from the newest frozen release with the whole script's checksum, so
-# that sql/releases/ grows by the size of each release's changes, not by a copy of the script.
+# that sql/releases/ grows by the size of each release's changes, not by a copy of the script
+# (or whole, when the diff would be longer).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -37,7 +38,14 @@ status=0
 diff -u --label "pg_objectid--$previous.sql" --label "pg_objectid--$version.sql" \
     "$work/previous.sql" "$script" >"$dir/pg_objectid--$version.sql.diff" || status=$?
 [ $status = 1 ] || { rm -rf "$dir"; die "diff of $previous and $version's scripts failed or found them equal"; }
+stored="$(wc -l <"$dir/pg_objectid--$version.sql.diff") lines of diff from $previous"
+# A release that rewrote most of the script is kept whole, as a new base for the diffs after it.
+if [ "$(wc -l <"$dir/pg_objectid--$version.sql.diff")" -gt "$(wc -l <"$script")" ]; then
+    rm "$dir/pg_objectid--$version.sql.diff"
+    cp "$script" "$dir/pg_objectid--$version.sql"
+    stored="whole: the diff from $previous was longer than the script"
+fi
 cp "$script" "$work/pg_objectid--$version.sql"
 (cd "$work" && sha256sum "pg_objectid--$version.sql") >"$dir/pg_objectid--$version.sql.sha256"
-cmp -s <(release_script "$version") "$script" || { rm -rf "$dir"; die "the stored diff does not rebuild $script"; }
-log "froze $version in $dir ($(wc -l <"$dir/pg_objectid--$version.sql.diff") lines of diff from $previous)"
+cmp -s <(release_script "$version") "$script" || { rm -rf "$dir"; die "sql/releases/ does not rebuild $script"; }
+log "froze $version in $dir ($stored)"

@@ -41,13 +41,13 @@ export PG_OBJECTID_SERVER_TESTS PG_OBJECTID_CITUS_TESTS
 
 # Jobs run in the background, at most $jobs at a time, each writing $logs/NAME.log. A job's
 # summary is its log's last line, or NAME and its outcome when it printed none.
-declare -A job_of_pid=()
+declare -A job_of_pid=() started_at=()
 finish_one() {
     local pid status=0 name
     wait -n -p pid "${!job_of_pid[@]}" || status=$?
     name=${job_of_pid[$pid]}
     unset "job_of_pid[$pid]"
-    log "$name: done (exit $status); its output:"
+    log "$name: done (exit $status) in $((SECONDS - started_at[$name])) s; its output:"
     cat "$logs/$name.log"
     if [ $status = 0 ]; then
         summary+=("$(tail -n 1 "$logs/$name.log")")
@@ -62,6 +62,7 @@ job() {
     shift
     while [ ${#job_of_pid[@]} -ge "$jobs" ]; do finish_one; done
     log "$name: started"
+    started_at[$name]=$SECONDS
     "$@" >"$logs/$name.log" 2>&1 &
     job_of_pid[$!]=$name
 }
@@ -124,6 +125,6 @@ if selected 15; then
     wait_all
 fi
 
-log "summary"
+log "summary ($((SECONDS / 60)) minutes)"
 printf '  %s\n' "${summary[@]}"
 exit $failed

@@ -2,7 +2,7 @@ use crate::common::*;
 
 #[test]
 fn min_and_max() {
-    let mut c = fresh_db("t_agg_minmax");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT min(id)::text, max(id)::text FROM (VALUES \
@@ -34,7 +34,7 @@ fn min_and_max() {
 
 #[test]
 fn min_and_max_in_parallel_and_from_an_index() {
-    let mut c = fresh_db("t_agg_parallel");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE t AS {}; ANALYZE t; \
          SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; \

@@ -6,14 +6,13 @@
 //! Each test prints the class it covers and how much of it it tried.
 
 use postgres::error::SqlState;
-use postgres::Client;
 
 use crate::common::*;
 
 /// Every function and procedure of the extension in a fresh install of this version: schema,
 /// name, identity arguments, kind.
 fn current_routines() -> Vec<(String, String, String, String)> {
-    let mut c = fresh_db("t_attack_routines");
+    let mut c = database_with_extension("").client;
     c.query(
         "SELECT n.nspname::text, p.proname::text, pg_get_function_identity_arguments(p.oid),
                 p.prokind::text
@@ -45,8 +44,10 @@ fn install_and_update_stop_at_objects_a_hostile_role_made_first() {
     starts.extend(earlier_releases().into_iter().map(Some));
     let mut planted_total = 0;
     for start in &starts {
-        let db = "t_attack_preplanted";
-        let mut admin = fresh_database(db);
+        let Database {
+            name: db,
+            client: mut admin,
+        } = empty_database("");
         hostile_role(&mut admin, "attack_planter");
         // What a database owner has, or on 13 and 14 any role in public.
         admin
@@ -74,7 +75,7 @@ fn install_and_update_stop_at_objects_a_hostile_role_made_first() {
             &mut admin,
             "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'objectid_internal')",
         );
-        let mut planter = connect_as(db, "attack_planter");
+        let mut planter = connect_as(&db, "attack_planter");
         planter
             .batch_execute(
                 "CREATE FUNCTION public.attack_trap() RETURNS void LANGUAGE plpgsql AS $$
@@ -155,13 +156,15 @@ fn install_and_update_stop_at_objects_a_hostile_role_made_first() {
 /// operators or operator families.
 #[test]
 fn a_trusted_install_leaves_its_installer_nothing_to_change() {
-    let db = "t_attack_trusted";
-    let mut admin = fresh_database(db);
+    let Database {
+        name: db,
+        client: mut admin,
+    } = empty_database("");
     hostile_role(&mut admin, "attack_installer");
     admin
         .batch_execute(&format!("ALTER DATABASE {db} OWNER TO attack_installer"))
         .unwrap();
-    let mut installer = connect_as(db, "attack_installer");
+    let mut installer = connect_as(&db, "attack_installer");
     installer
         .batch_execute("CREATE EXTENSION pg_objectid")
         .unwrap();
@@ -256,7 +259,7 @@ fn leakproof_inputs(type_name: &str) -> Option<&'static [&'static str]> {
 /// values for fails the test until it has some.
 #[test]
 fn leakproof_functions_never_fail() {
-    let mut c = fresh_db("t_attack_leakproof");
+    let mut c = database_with_extension("").client;
     let functions: Vec<(String, Vec<String>)> = c
         .query(
             "SELECT p.oid::regproc::text,
@@ -320,7 +323,7 @@ fn leakproof_functions_never_fail() {
 /// 13.12 and its siblings); on an older minor release it installs, every object in its place.
 #[test]
 fn a_schema_name_that_needs_quoting_changes_nothing() {
-    let mut c = fresh_database("t_attack_quoted_schema");
+    let mut c = empty_database("").client;
     c.batch_execute(r#"CREATE SCHEMA "a""b""#).unwrap();
     // Minor releases before PostgreSQL's fix (13.12 and its siblings; the 13 here is 13.4)
     // install there: then every object must be in that schema, which holds because the
@@ -374,7 +377,7 @@ fn a_schema_name_that_needs_quoting_changes_nothing() {
     );
     let releases = earlier_releases();
     for release in &releases {
-        let mut c = fresh_database("t_attack_quoted_update");
+        let mut c = empty_database("update").client;
         c.batch_execute(&format!(
             "CREATE SCHEMA {schema}; CREATE EXTENSION pg_objectid SCHEMA {schema} VERSION '{release}'; \
              ALTER EXTENSION pg_objectid UPDATE"
@@ -396,7 +399,7 @@ fn a_schema_name_that_needs_quoting_changes_nothing() {
 fn an_update_naming_the_schema_in_quotes_refuses_a_name_that_could_end_them() {
     let mut refused = Vec::new();
     for schema in [r#""a$b""#, r#""a'b""#, r#""a""b""#] {
-        let mut c = fresh_database("t_attack_update_quoting");
+        let mut c = empty_database("").client;
         c.batch_execute(&format!("CREATE SCHEMA {schema}")).unwrap();
         let (step, result) = match c.batch_execute(&format!(
             "CREATE EXTENSION pg_objectid SCHEMA {schema} VERSION '0.2.0'"

@@ -13,7 +13,7 @@ const SAMPLE: [u8; 12] = [
 
 #[test]
 fn results_are_the_raw_bytes() {
-    let mut c = fresh_db("t_bin_results");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(&format!("SELECT '{SAMPLE_HEX}'::objectid"), &[])
         .unwrap();
@@ -22,7 +22,7 @@ fn results_are_the_raw_bytes() {
 
 #[test]
 fn parameters_are_the_raw_bytes() {
-    let mut c = fresh_db("t_bin_params");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one("SELECT $1::objectid::text", &[&Raw(SAMPLE.to_vec())])
         .unwrap();
@@ -49,7 +49,7 @@ const COPY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 
 #[test]
 fn copy_binary_out_and_in() {
-    let mut c = fresh_db("t_bin_copy");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE t (id objectid); INSERT INTO t VALUES ('{SAMPLE_HEX}')"
     ))
@@ -95,7 +95,7 @@ fn copy_binary_out_and_in() {
 
 #[test]
 fn send_function_returns_bson_bytes() {
-    let mut c = fresh_db("t_bin_send");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(&format!("SELECT objectid_send('{SAMPLE_HEX}')"), &[])
         .unwrap();

@@ -4,7 +4,7 @@ use crate::common::*;
 
 #[test]
 fn bytea_round_trip() {
-    let mut c = fresh_db("t_cast_bytea");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT '507f1f77bcf86cd799439011'::objectid::bytea, \
@@ -27,7 +27,7 @@ fn bytea_round_trip() {
 
 #[test]
 fn bytea_of_wrong_length_is_refused() {
-    let mut c = fresh_db("t_cast_bytea_len");
+    let mut c = database_with_extension("").client;
     let msg = expect_error(
         &mut c,
         "SELECT '\\x507f1f77bcf86cd7994390'::bytea::objectid",
@@ -63,7 +63,7 @@ fn bytea_of_wrong_length_is_refused() {
 
 #[test]
 fn casts_are_explicit_only() {
-    let mut c = fresh_db("t_cast_explicit");
+    let mut c = database_with_extension("").client;
     let rows = c
         .query(
             "SELECT castsource::regtype::text, casttarget::regtype::text, castcontext::text \

@@ -13,39 +13,105 @@ pub fn connect_to(dbname: &str) -> Client {
         .unwrap_or_else(|e| panic!("cannot connect to database {dbname}: {e}"))
 }
 
-/// A new empty database named after the test, without the extension.
-pub fn fresh_database(name: &str) -> Client {
-    let mut admin = connect_to("postgres");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0"))
-        .unwrap();
-    connect_to(name)
+/// A database made for the running test: its name, for SQL or connections that need it, and a
+/// connection to it.
+pub struct Database {
+    pub name: String,
+    pub client: Client,
 }
 
-/// A new empty database of the server encoding `encoding` (C collation), without the extension.
-pub fn fresh_database_encoded(name: &str, encoding: &str) -> Client {
+/// FNV-1a, 64 bits: a short stable hash for names cut to fit.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The name of the running test's database: `t_` and the test's path (the test harness names
+/// each test's thread after it, e.g. `rekey::end_to_end::writes_during_the_rekey_are_kept`),
+/// then `_` and `suffix` if it is not empty (for a test that needs more than one database), in
+/// lowercase letters, digits and `_`. Names over PostgreSQL's 63 bytes keep their first 54 and end
+/// in `_` and a hash of the whole. Tests run in parallel, each in its own thread, so no two of
+/// them share a database. Must be called from the test's own thread: a thread the test spawns has
+/// no name, so the test passes the name on.
+pub fn database_name(suffix: &str) -> String {
+    let thread = std::thread::current();
+    let test = match thread.name() {
+        Some(name) if name != "main" => name,
+        _ => panic!(
+            "database_name() must run in a test's own thread, which the test harness names after \
+             the test; a thread the test spawned has no name: pass the name on to it"
+        ),
+    };
+    let full = if suffix.is_empty() {
+        format!("t_{test}")
+    } else {
+        format!("t_{test}_{suffix}")
+    };
+    let mut name: String = full
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.len() > 63 {
+        name.truncate(54);
+        name.push_str(&format!("_{:08x}", fnv1a(&full) as u32));
+    }
+    name
+}
+
+/// Makes database `name` anew, from template0 with `options` (such as `ENCODING 'LATIN1'`), and
+/// connects to it. For a name from `database_name`, taken in the test's thread, where a thread the
+/// test spawned makes the database; otherwise `empty_database` and its siblings do this.
+pub fn create_database(name: &str, options: &str) -> Client {
     let mut admin = connect_to("postgres");
     admin
         .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         .unwrap();
     admin
         .batch_execute(&format!(
-            "CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
+            "CREATE DATABASE {name} TEMPLATE template0 {options}"
         ))
         .unwrap();
     connect_to(name)
 }
 
-/// A new database with `CREATE EXTENSION pg_objectid` done in `public`.
-pub fn fresh_db(name: &str) -> Client {
-    let mut client = fresh_database(name);
-    client
+/// The running test's database (see `database_name`), new and empty: without the extension.
+pub fn empty_database(suffix: &str) -> Database {
+    let name = database_name(suffix);
+    let client = create_database(&name, "");
+    Database { name, client }
+}
+
+/// The running test's database (see `database_name`), new and empty, of the server encoding
+/// `encoding` (C collation): without the extension.
+pub fn empty_database_encoded(suffix: &str, encoding: &str) -> Database {
+    let name = database_name(suffix);
+    let client = create_database(
+        &name,
+        &format!("ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"),
+    );
+    Database { name, client }
+}
+
+/// The running test's database (see `database_name`), new, with `CREATE EXTENSION pg_objectid`
+/// done in `public`.
+pub fn database_with_extension(suffix: &str) -> Database {
+    let mut db = empty_database(suffix);
+    db.client
         .batch_execute("CREATE EXTENSION pg_objectid")
         .unwrap();
-    client
+    db
+}
+
+/// The running test's database (see `database_name`), new, of the server encoding `encoding`
+/// (C collation), with `CREATE EXTENSION pg_objectid` done in `public`.
+pub fn database_with_extension_encoded(suffix: &str, encoding: &str) -> Database {
+    let mut db = empty_database_encoded(suffix, encoding);
+    db.client
+        .batch_execute("CREATE EXTENSION pg_objectid")
+        .unwrap();
+    db
 }
 
 /// Runs `sql`, which must fail with `state`; returns the error message for further checks.

@@ -30,7 +30,6 @@ use postgres::Client;
 
 use crate::common::*;
 
-const DB: &str = "t_crash";
 const WRITERS: i32 = 4;
 const ROWS_PER_INSERT: i32 = 10;
 /// Kill-and-restart rounds; after the last one, a round of inserts with no kill.
@@ -116,9 +115,9 @@ type Progress = Arc<Vec<AtomicUsize>>;
 
 /// Inserts until `stop` is set (returning normally) or the connection is lost (recorded in
 /// `ended_by`), counting its acknowledged inserts in `done[session - 1]`.
-fn writer(session: i32, cycle: i32, stop: Arc<AtomicBool>, done: Progress) -> Report {
+fn writer(db: &str, session: i32, cycle: i32, stop: Arc<AtomicBool>, done: Progress) -> Report {
     let mut report = Report::default();
-    let mut c = match Client::connect(&format!("{} dbname={DB}", dsn()), postgres::NoTls) {
+    let mut c = match Client::connect(&format!("{} dbname={db}", dsn()), postgres::NoTls) {
         Ok(c) => c,
         Err(e) => {
             report
@@ -168,14 +167,15 @@ fn writer(session: i32, cycle: i32, stop: Arc<AtomicBool>, done: Progress) -> Re
 }
 
 fn start_writers(
+    db: &str,
     cycle: i32,
     stop: &Arc<AtomicBool>,
     done: &Progress,
 ) -> Vec<thread::JoinHandle<Report>> {
     (1..=WRITERS)
         .map(|session| {
-            let (stop, done) = (stop.clone(), done.clone());
-            thread::spawn(move || writer(session, cycle, stop, done))
+            let (db, stop, done) = (db.to_string(), stop.clone(), done.clone());
+            thread::spawn(move || writer(&db, session, cycle, stop, done))
         })
         .collect()
 }
@@ -219,7 +219,10 @@ fn killed_mid_write() {
     for name in ["PG_OBJECTID_CRASH_PG_CTL", "PG_OBJECTID_CRASH_PGDATA"] {
         setting(name);
     }
-    let mut c = fresh_db(DB);
+    let Database {
+        name: db,
+        client: mut c,
+    } = database_with_extension("");
     c.batch_execute(
         "CREATE TABLE t (id objectid PRIMARY KEY DEFAULT gen_objectid(), \
          session int NOT NULL, cycle int NOT NULL, n int NOT NULL)",
@@ -238,7 +241,7 @@ fn killed_mid_write() {
     let done: Progress = Arc::new((0..WRITERS).map(|_| AtomicUsize::new(0)).collect());
     for cycle in 0..CYCLES {
         let stop = Arc::new(AtomicBool::new(false));
-        let writers = start_writers(cycle, &stop, &done);
+        let writers = start_writers(&db, cycle, &stop, &done);
         // Well into the writing: every session has made 100 inserts of 10 rows and goes on.
         wait_for_inserts(&done, 100, &writers, &format!("cycle {cycle}"));
         let killed_at = Instant::now();
@@ -281,7 +284,7 @@ fn killed_mid_write() {
         watchdog.join().unwrap();
 
         pg_ctl(&["-l", &log, "-w", "-t", "120", "start"]);
-        let mut c = connect_to(DB);
+        let mut c = connect_to(&db);
         let now = postmaster_started(&mut c);
         assert_ne!(now, started, "cycle {cycle}: the server did not restart");
         started = now;
@@ -294,7 +297,7 @@ fn killed_mid_write() {
 
     // After the last restart: more inserts, none of which may fail.
     let stop = Arc::new(AtomicBool::new(false));
-    let writers = start_writers(CYCLES, &stop, &done);
+    let writers = start_writers(&db, CYCLES, &stop, &done);
     wait_for_inserts(&done, 100, &writers, "after the last restart");
     stop.store(true, Ordering::Relaxed);
     for (i, w) in writers.into_iter().enumerate() {
@@ -311,7 +314,7 @@ fn killed_mid_write() {
 
     // Every acknowledged id is unique, is in the table, and the table has no duplicates (its
     // heap and its primary key agree).
-    let mut c = connect_to(DB);
+    let mut c = connect_to(&db);
     let distinct: HashSet<[u8; 12]> = acknowledged.iter().copied().collect();
     if distinct.len() != acknowledged.len() {
         problems.push(format!(

@@ -236,7 +236,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
 
 #[test]
 fn function_properties_are_as_documented() {
-    let mut c = fresh_db("t_ext_props");
+    let mut c = database_with_extension("").client;
     let got: Vec<(String, String, bool, String, bool, bool)> = c
         .query(
             "SELECT CASE WHEN p.pronamespace = 'objectid_internal'::regnamespace \
@@ -266,7 +266,7 @@ fn function_properties_are_as_documented() {
 
 #[test]
 fn every_member_lives_in_the_extension_schema() {
-    let mut c = fresh_database("t_ext_schema_members");
+    let mut c = empty_database("").client;
     c.batch_execute("CREATE SCHEMA ids; CREATE EXTENSION pg_objectid SCHEMA ids")
         .unwrap();
     let outside = one_i64(
@@ -312,7 +312,7 @@ fn every_member_lives_in_the_extension_schema() {
 
 #[test]
 fn works_from_a_schema_other_than_public() {
-    let mut c = fresh_database("t_ext_other_schema");
+    let mut c = empty_database("").client;
     c.batch_execute(
         "CREATE SCHEMA ids; CREATE EXTENSION pg_objectid SCHEMA ids; \
          CREATE TABLE t (id ids.objectid PRIMARY KEY, n int); \
@@ -366,7 +366,7 @@ fn works_from_a_schema_other_than_public() {
 
 #[test]
 fn create_and_drop_leave_nothing_behind() {
-    let mut c = fresh_database("t_ext_drop");
+    let mut c = empty_database("").client;
     let count_objects =
         "SELECT (SELECT count(*) FROM pg_type WHERE typname IN ('objectid', '_objectid')) \
          + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'objectid%' OR proname LIKE 'gen_objectid%' \
@@ -400,16 +400,19 @@ fn create_and_drop_leave_nothing_behind() {
 
 #[test]
 fn trusted_install_by_a_database_owner_with_a_hostile_temp_schema() {
-    let mut admin = fresh_database("t_ext_trusted");
+    let Database {
+        name: db,
+        client: mut admin,
+    } = empty_database("");
     admin
-        .batch_execute(
+        .batch_execute(&format!(
             "DROP ROLE IF EXISTS objectid_app; CREATE ROLE objectid_app LOGIN; \
-             ALTER DATABASE t_ext_trusted OWNER TO objectid_app",
-        )
+             ALTER DATABASE {db} OWNER TO objectid_app"
+        ))
         .unwrap();
     drop(admin);
     let mut app = postgres::Client::connect(
-        &format!("{} dbname=t_ext_trusted user=objectid_app", dsn()),
+        &format!("{} dbname={db} user=objectid_app", dsn()),
         postgres::NoTls,
     )
     .unwrap();
@@ -462,7 +465,7 @@ fn trusted_install_by_a_database_owner_with_a_hostile_temp_schema() {
 /// earlier releases in sql/releases/ are kept as they shipped).
 #[test]
 fn every_script_stops_psql_before_its_first_statement() {
-    let mut c = fresh_db("t_ext_script_guards");
+    let mut c = database_with_extension("").client;
     let current = one_string(
         &mut c,
         "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'",
@@ -580,7 +583,7 @@ fn extension_objects(c: &mut postgres::Client) -> Vec<String> {
 /// made before the update still working.
 #[test]
 fn update_from_each_earlier_release_matches_a_fresh_install() {
-    let mut fresh = fresh_db("t_ext_update_fresh");
+    let mut fresh = database_with_extension("fresh").client;
     let current = one_string(
         &mut fresh,
         "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'",
@@ -593,7 +596,7 @@ fn update_from_each_earlier_release_matches_a_fresh_install() {
     for old in &releases {
         let old = old.as_str();
         assert_ne!(old, current);
-        let mut c = fresh_database("t_ext_update");
+        let mut c = empty_database("").client;
         c.batch_execute(&format!(
             "CREATE EXTENSION pg_objectid VERSION '{old}'; \
              CREATE TABLE t (id objectid PRIMARY KEY DEFAULT gen_objectid(), n int, \
@@ -652,8 +655,10 @@ fn every_release_installs_and_updates_in_other_encodings() {
     let releases = earlier_releases();
     assert!(releases.len() >= 5, "{releases:?}");
     for encoding in ["EUC_JP", "LATIN1", "SQL_ASCII"] {
-        let name = format!("t_ext_encoding_{}", encoding.to_lowercase());
-        let mut c = fresh_database_encoded(&name, encoding);
+        let Database {
+            name,
+            client: mut c,
+        } = empty_database_encoded(&encoding.to_lowercase(), encoding);
         c.batch_execute("CREATE EXTENSION pg_objectid")
             .unwrap_or_else(|e| panic!("CREATE EXTENSION in {encoding}: {e:?}"));
         assert_eq!(

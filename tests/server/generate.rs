@@ -35,13 +35,16 @@ const FIELDS: &str = "extract(epoch FROM objectid_timestamp(id))::int8 AS secs, 
 
 #[test]
 fn mode_matches_the_server() {
-    let mut c = fresh_db("t_gen_mode");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     let want = expected_mode(&mut c);
     assert_eq!(one_string(&mut c, "SELECT objectid_generator_mode()"), want);
     // The mode holds for the whole session and for new sessions alike.
     c.batch_execute("SELECT gen_objectid()").unwrap();
     assert_eq!(one_string(&mut c, "SELECT objectid_generator_mode()"), want);
-    let mut other = connect_to("t_gen_mode");
+    let mut other = connect_to(&name);
     assert_eq!(
         one_string(&mut other, "SELECT objectid_generator_mode()"),
         want
@@ -50,7 +53,7 @@ fn mode_matches_the_server() {
 
 #[test]
 fn layout_and_order_within_a_session() {
-    let mut c = fresh_db("t_gen_layout");
+    let mut c = database_with_extension("").client;
     let rows = c
         .query(
             &format!(
@@ -93,7 +96,7 @@ fn layout_and_order_within_a_session() {
 
 #[test]
 fn default_for_a_primary_key() {
-    let mut c = fresh_db("t_gen_default");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE items (id objectid PRIMARY KEY DEFAULT gen_objectid(), n int); \
          INSERT INTO items (n) SELECT generate_series(1, 10000); \
@@ -131,15 +134,20 @@ fn generate_in_session(db: &str, session: i32, n: i32) {
 fn eight_sessions_and_a_parallel_query_make_unique_ordered_ids() {
     const SESSIONS: i32 = 8;
     const PER_SESSION: i32 = 250_000;
-    let db = "t_gen_concurrent";
-    let mut c = fresh_db(db);
+    let Database {
+        name: db,
+        client: mut c,
+    } = database_with_extension("");
     c.batch_execute(
         "CREATE UNLOGGED TABLE gen (session int, seq int, id objectid); \
          CREATE UNLOGGED TABLE big AS SELECT g FROM generate_series(1, 200000) g; ANALYZE big",
     )
     .unwrap();
     let handles: Vec<_> = (1..=SESSIONS)
-        .map(|s| thread::spawn(move || generate_in_session(db, s, PER_SESSION)))
+        .map(|s| {
+            let db = db.clone();
+            thread::spawn(move || generate_in_session(&db, s, PER_SESSION))
+        })
         .collect();
     // Meanwhile, parallel workers generate ids too (session 0).
     c.batch_execute(
@@ -241,7 +249,7 @@ fn eight_sessions_and_a_parallel_query_make_unique_ordered_ids() {
 
 #[test]
 fn gen_objectid_at_carries_the_given_time() {
-    let mut c = fresh_db("t_gen_at");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             &format!(
@@ -290,7 +298,7 @@ fn gen_objectid_at_carries_the_given_time() {
 /// distinct (the issue's query, which used to return 1).
 #[test]
 fn gen_objectid_at_never_repeats_within_one_second() {
-    let mut c = fresh_db("t_gen_at_cycle");
+    let mut c = database_with_extension("").client;
     assert_eq!(
         one_i64(
             &mut c,
@@ -306,7 +314,7 @@ fn gen_objectid_at_never_repeats_within_one_second() {
 /// backfill cannot collide with the keys of a busy second, and they ascend in call order.
 #[test]
 fn gen_objectid_at_never_equals_a_live_id() {
-    let mut c = fresh_db("t_gen_at_live");
+    let mut c = database_with_extension("").client;
     // One process, one generator, also in backend mode.
     c.batch_execute(
         "SET max_parallel_workers_per_gather = 0; \
@@ -352,7 +360,7 @@ const SUBSECOND_TIME: &str = "(extract(epoch FROM objectid_timestamp(id))::float
 /// random value (the same as gen_objectid()'s: one generator).
 #[test]
 fn subsecond_ids_carry_the_clock_and_ascend() {
-    let mut c = fresh_db("t_gen_subsecond");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "SET max_parallel_workers_per_gather = 0; \
          CREATE TABLE s AS SELECT n, extract(epoch FROM clock_timestamp())::float8 AS before, \
@@ -422,12 +430,17 @@ fn subsecond_in_session(db: &str, session: i32, n: i32) {
 fn subsecond_sessions_make_unique_ordered_ids() {
     const SESSIONS: i32 = 4;
     const PER_SESSION: i32 = 100_000;
-    let db = "t_gen_subsecond_concurrent";
-    let mut c = fresh_db(db);
+    let Database {
+        name: db,
+        client: mut c,
+    } = database_with_extension("");
     c.batch_execute("CREATE UNLOGGED TABLE gen (session int, seq int, id objectid)")
         .unwrap();
     let handles: Vec<_> = (1..=SESSIONS)
-        .map(|s| thread::spawn(move || subsecond_in_session(db, s, PER_SESSION)))
+        .map(|s| {
+            let db = db.clone();
+            thread::spawn(move || subsecond_in_session(&db, s, PER_SESSION))
+        })
         .collect();
     c.batch_execute(
         "INSERT INTO gen SELECT 0, g, gen_objectid() FROM generate_series(1, 100000) g; \
@@ -468,7 +481,7 @@ fn subsecond_sessions_make_unique_ordered_ids() {
 /// right edge.
 #[test]
 fn subsecond_default_for_a_primary_key() {
-    let mut c = fresh_db("t_gen_subsecond_default");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE items (id objectid PRIMARY KEY DEFAULT gen_objectid_subsecond(), n int); \
          INSERT INTO items (n) SELECT generate_series(1, 10000); \

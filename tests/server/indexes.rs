@@ -35,7 +35,7 @@ fn ascending_table(c: &mut Client, table: &str, n: u32) {
 
 #[test]
 fn btree_index_scan() {
-    let mut c = fresh_db("t_idx_btree");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE t (id objectid PRIMARY KEY, n int); \
          INSERT INTO t SELECT id, row_number() OVER () FROM ({}) s; ANALYZE t",
@@ -71,7 +71,7 @@ fn btree_index_scan() {
 
 #[test]
 fn btree_has_sort_support_and_allows_deduplication() {
-    let mut c = fresh_db("t_idx_btree_support");
+    let mut c = database_with_extension("").client;
     let procs: Vec<(i16, String)> = c
         .query(
             "SELECT amprocnum, amproc::regproc::text FROM pg_amproc p \
@@ -112,7 +112,7 @@ fn btree_has_sort_support_and_allows_deduplication() {
 
 #[test]
 fn hash_join_hash_aggregate_and_merge_join() {
-    let mut c = fresh_db("t_idx_hash_join");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE a AS {ids}; CREATE TABLE b AS SELECT id FROM a WHERE id::text < '8'; \
          ANALYZE a; ANALYZE b",
@@ -142,7 +142,7 @@ fn hash_join_hash_aggregate_and_merge_join() {
 
 #[test]
 fn hash_index_scan() {
-    let mut c = fresh_db("t_idx_hash");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE t AS {}; CREATE INDEX t_id_hash ON t USING hash (id); ANALYZE t",
         sample_ids_sql(20000)
@@ -161,7 +161,7 @@ fn hash_index_scan() {
 
 #[test]
 fn hash_partitions_follow_satisfies_hash_partition() {
-    let mut c = fresh_db("t_idx_hash_part");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!(
         "CREATE TABLE p (id objectid PRIMARY KEY) PARTITION BY HASH (id); \
          CREATE TABLE p_0 PARTITION OF p FOR VALUES WITH (MODULUS 4, REMAINDER 0); \
@@ -215,7 +215,7 @@ fn brin_blocks_visited(c: &mut Client, sql: &str) -> i64 {
 
 #[test]
 fn brin_operator_classes() {
-    let mut c = fresh_db("t_idx_brin");
+    let mut c = database_with_extension("").client;
     ascending_table(&mut c, "t", 200_000);
     c.batch_execute("ANALYZE t").unwrap();
     let total_pages = one_i64(
@@ -291,7 +291,7 @@ fn brin_operator_classes() {
 
 #[test]
 fn hash_functions_keep_postgresql_contract() {
-    let mut c = fresh_db("t_idx_hash_contract");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!("CREATE TABLE t AS {}", sample_ids_sql(5000)))
         .unwrap();
     // With seed 0 the extended hash's low 32 bits equal the 32-bit hash (PostgreSQL requires it

@@ -3,7 +3,7 @@
 use postgres::error::SqlState;
 use postgres::Client;
 
-use crate::common::{fresh_db, one_bool, one_i64, one_string, sample_ids_sql};
+use crate::common::{database_with_extension, one_bool, one_i64, one_string, sample_ids_sql};
 
 /// The SQLSTATE, message and detail of a statement that must fail.
 fn error_of(client: &mut Client, sql: &str) -> (SqlState, String, String) {
@@ -22,7 +22,7 @@ fn error_of(client: &mut Client, sql: &str) -> (SqlState, String, String) {
 
 #[test]
 fn objectid_to_jsonb_is_extended_json_and_round_trips() {
-    let mut c = fresh_db("t_json_round_trip");
+    let mut c = database_with_extension("").client;
     assert_eq!(
         one_string(
             &mut c,
@@ -54,7 +54,7 @@ fn objectid_to_jsonb_is_extended_json_and_round_trips() {
 
 #[test]
 fn jsonb_strings_and_wrappers_convert_to_objectid() {
-    let mut c = fresh_db("t_json_in");
+    let mut c = database_with_extension("").client;
     let id = "507f1f77bcf86cd799439011";
     for json in [
         // Canonical and relaxed Extended JSON write an ObjectId the same way.
@@ -101,7 +101,7 @@ fn jsonb_strings_and_wrappers_convert_to_objectid() {
 
 #[test]
 fn to_jsonb_and_to_json_keep_the_plain_string() {
-    let mut c = fresh_db("t_json_to_jsonb");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE t (id objectid, n int); \
          INSERT INTO t VALUES ('507f1f77bcf86cd799439011', 1);",
@@ -143,7 +143,7 @@ fn to_jsonb_and_to_json_keep_the_plain_string() {
 /// untyped parameter ambiguous (found by review): it must keep resolving as in 0.4.0.
 #[test]
 fn objectid_of_an_untyped_parameter_still_means_bytea() {
-    let mut c = fresh_db("t_json_untyped");
+    let mut c = database_with_extension("").client;
     let statement = c.prepare("SELECT objectid($1)").unwrap();
     assert_eq!(statement.params(), &[postgres::types::Type::BYTEA]);
     let statement = c.prepare("SELECT jsonb($1)::text").unwrap();
@@ -160,7 +160,7 @@ fn objectid_of_an_untyped_parameter_still_means_bytea() {
 
 #[test]
 fn casts_with_jsonb_are_explicit_only() {
-    let mut c = fresh_db("t_json_explicit");
+    let mut c = database_with_extension("").client;
     c.batch_execute("CREATE TABLE t (id objectid, body jsonb)")
         .unwrap();
     // Assignment would need an assignment cast: there is none either way.
@@ -178,7 +178,7 @@ fn casts_with_jsonb_are_explicit_only() {
 
 #[test]
 fn bad_jsonb_is_refused_with_its_sqlstate_and_the_input_quoted() {
-    let mut c = fresh_db("t_json_errors");
+    let mut c = database_with_extension("").client;
     let cases: &[(&str, SqlState, &str, &str)] = &[
         (
             r#""507f""#,
@@ -268,7 +268,7 @@ fn bad_jsonb_is_refused_with_its_sqlstate_and_the_input_quoted() {
 
 #[test]
 fn a_large_stored_document_is_read_and_quoted_short() {
-    let mut c = fresh_db("t_json_large");
+    let mut c = database_with_extension("").client;
     // One document compressed in line, one stored out of line: the cast detoasts its argument.
     c.batch_execute(
         "CREATE TABLE t (n int, body jsonb); \
@@ -303,7 +303,7 @@ fn a_large_stored_document_is_read_and_quoted_short() {
 
 #[test]
 fn a_non_owner_can_use_the_casts() {
-    let mut c = fresh_db("t_json_role");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "DROP ROLE IF EXISTS json_reader; CREATE ROLE json_reader; \
          SET ROLE json_reader;",
@@ -325,7 +325,7 @@ fn a_non_owner_can_use_the_casts() {
 /// out rather than raising an error).
 #[test]
 fn huge_bad_input_is_quoted_by_its_first_characters() {
-    let mut c = fresh_db("t_json_huge_input");
+    let mut c = database_with_extension("").client;
     let hundred = "x".repeat(100);
     let want = format!("invalid input syntax for type objectid: \"{hundred}...\"");
     for sql in [

@@ -1,8 +1,8 @@
 //! Tests against a real PostgreSQL server with pg_objectid installed: SQL in, rows and errors out.
 //!
 //! `scripts/test.sh` starts a throwaway cluster and sets `PG_OBJECTID_TEST_DSN` (a libpq-style
-//! `key=value` string without `dbname`). Each test makes its own database, so tests run in
-//! parallel without seeing each other's objects.
+//! `key=value` string without `dbname`). Each test makes its own database, named after the test
+//! (`common::database_name`), so tests run in parallel without seeing each other's objects.
 
 mod common;
 

@@ -16,7 +16,7 @@ const VALUES: [&str; 9] = [
 
 #[test]
 fn every_operator_agrees_with_byte_order() {
-    let mut c = fresh_db("t_ops_all");
+    let mut c = database_with_extension("").client;
     let rows = c
         .query(
             "SELECT a::text, b::text, a = b, a <> b, a < b, a <= b, a > b, a >= b, \
@@ -49,7 +49,7 @@ fn every_operator_agrees_with_byte_order() {
 
 #[test]
 fn operators_are_strict() {
-    let mut c = fresh_db("t_ops_null");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT (NULL::objectid = '507f1f77bcf86cd799439011') IS NULL, \
@@ -69,7 +69,7 @@ fn operators_are_strict() {
 
 #[test]
 fn order_by_sorts_by_bytes() {
-    let mut c = fresh_db("t_ops_sort");
+    let mut c = database_with_extension("").client;
     c.batch_execute(&format!("CREATE TABLE t AS {}", sample_ids_sql(20000)))
         .unwrap();
     // In memory (quicksort) and spilled to disk (external merge) alike.
@@ -100,9 +100,21 @@ fn order_by_sorts_by_bytes() {
     }
 }
 
+/// An operator as pg_operator has it: name, commutator, negator, restriction and join
+/// estimators, and whether it hashes and merges.
+type OperatorEntry = (
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    bool,
+    bool,
+);
+
 #[test]
 fn operator_catalog_entries_are_complete() {
-    let mut c = fresh_db("t_ops_catalog");
+    let mut c = database_with_extension("").client;
     let rows = c
         .query(
             "SELECT o.oprname::text, com.oprname::text, neg.oprname::text, \
@@ -115,15 +127,7 @@ fn operator_catalog_entries_are_complete() {
             &[],
         )
         .unwrap();
-    let got: Vec<(
-        String,
-        Option<String>,
-        Option<String>,
-        String,
-        String,
-        bool,
-        bool,
-    )> = rows
+    let got: Vec<OperatorEntry> = rows
         .iter()
         .map(|r| {
             (

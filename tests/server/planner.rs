@@ -43,7 +43,7 @@ fn uuid_table_with_a_v1_row(c: &mut Client) {
 /// only v7 values, and the v1 row went missing.
 #[test]
 fn look_alike_functions_and_operators_are_not_taken_for_ours() {
-    let mut c = fresh_db("t_plan_lookalike");
+    let mut c = database_with_extension("").client;
     uuid_table_with_a_v1_row(&mut c);
     c.batch_execute(
         "CREATE FUNCTION pg_temp.uuid_extract_version() RETURNS int LANGUAGE plpgsql STABLE \
@@ -101,7 +101,7 @@ fn look_alike_functions_and_operators_are_not_taken_for_ours() {
 /// Issue 10, item 2: a partial index is used only where the query implies its predicate.
 #[test]
 fn partial_indexes_are_used_only_under_their_predicate() {
-    let mut c = fresh_db("t_plan_partial");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE ev (id objectid, hot bool); \
          INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i % 10 = 0 \
@@ -126,7 +126,7 @@ fn partial_indexes_are_used_only_under_their_predicate() {
 /// Issue 10, item 3: TABLESAMPLE is kept.
 #[test]
 fn tablesample_is_kept() {
-    let mut c = fresh_db("t_plan_tablesample");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
          INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
@@ -150,7 +150,7 @@ fn tablesample_is_kept() {
 /// the key are pruned by the time condition.
 #[test]
 fn partitioned_tables_scan_each_partition_by_its_index_and_prune() {
-    let mut c = fresh_db("t_plan_partitioned");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE hv (id objectid PRIMARY KEY, n int) PARTITION BY HASH (id); \
          CREATE TABLE hv0 PARTITION OF hv FOR VALUES WITH (MODULUS 2, REMAINDER 0); \
@@ -195,7 +195,7 @@ fn partitioned_tables_scan_each_partition_by_its_index_and_prune() {
 /// constraint exclusion match the condition as written, so it stays beside the rewritten one.
 #[test]
 fn partitions_and_children_by_the_time_function_are_pruned_and_excluded() {
-    let mut c = fresh_db("t_plan_partitioned_by_time");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE pe (id objectid NOT NULL, k int) PARTITION BY RANGE (objectid_timestamp(id)); \
          CREATE TABLE pe_2020 PARTITION OF pe FOR VALUES FROM ('2020-01-01+00') TO ('2021-01-01+00'); \
@@ -320,7 +320,10 @@ fn partitions_and_children_by_the_time_function_are_pruned_and_excluded() {
 /// for `uuid_extract_timestamp` on a v7-only column as for `objectid_timestamp`.
 #[test]
 fn a_sessions_first_query_uses_the_index_for_v7_uuids() {
-    let mut c = fresh_db("t_plan_first_uuid");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     c.batch_execute(
         "CREATE TABLE u (id uuid PRIMARY KEY CHECK (public.uuid_extract_version(id) = 7), n int); \
          INSERT INTO u SELECT public.uuidv7_at(now() - i * interval '1 min'), i \
@@ -328,7 +331,7 @@ fn a_sessions_first_query_uses_the_index_for_v7_uuids() {
     )
     .unwrap();
     drop(c);
-    let mut fresh = connect_to("t_plan_first_uuid");
+    let mut fresh = connect_to(&name);
     let preloaded = one_string(&mut fresh, "SHOW shared_preload_libraries");
     let plan = explain(
         &mut fresh,
@@ -342,7 +345,7 @@ fn a_sessions_first_query_uses_the_index_for_v7_uuids() {
 /// which such an index can only serve through its own operator family.
 #[test]
 fn indexes_of_other_operator_classes_give_the_same_rows() {
-    let mut c = fresh_db("t_plan_opclass");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE FUNCTION objectid_cmp_desc(objectid, objectid) RETURNS int LANGUAGE sql \
            IMMUTABLE STRICT AS 'SELECT -public.objectid_cmp($1, $2)'; \
@@ -370,7 +373,7 @@ fn indexes_of_other_operator_classes_give_the_same_rows() {
 /// leaves every condition as written.
 #[test]
 fn the_setting_turns_the_rewrite_off() {
-    let mut c = fresh_db("t_plan_setting");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
          INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
@@ -407,15 +410,18 @@ fn the_setting_turns_the_rewrite_off() {
 /// int where an objectid was expected).
 #[test]
 fn functions_an_extension_owner_adds_are_not_taken_for_ours() {
-    let mut admin = fresh_database("t_plan_planted");
+    let Database {
+        name: db,
+        client: mut admin,
+    } = empty_database("");
     admin
-        .batch_execute(
+        .batch_execute(&format!(
             "DROP ROLE IF EXISTS planter; CREATE ROLE planter LOGIN; \
-             GRANT CREATE ON DATABASE t_plan_planted TO planter",
-        )
+             GRANT CREATE ON DATABASE {db} TO planter"
+        ))
         .unwrap();
     let mut planter = postgres::Client::connect(
-        &format!("{} dbname=t_plan_planted user=planter", dsn()),
+        &format!("{} dbname={db} user=planter", dsn()),
         postgres::NoTls,
     )
     .unwrap();
@@ -487,7 +493,7 @@ fn functions_an_extension_owner_adds_are_not_taken_for_ours() {
 /// missing. Needs file_fdw (contrib), which the PostgreSQL 13 used here does not have.
 #[test]
 fn check_constraints_of_foreign_tables_prove_nothing() {
-    let mut c = fresh_db("t_plan_foreign");
+    let mut c = database_with_extension("").client;
     if one_i64(
         &mut c,
         "SELECT count(*) FROM pg_available_extensions WHERE name = 'file_fdw'",
@@ -528,7 +534,7 @@ fn check_constraints_of_foreign_tables_prove_nothing() {
 /// function they never called.
 #[test]
 fn revoked_bound_functions_leave_the_condition_as_written() {
-    let mut c = fresh_db("t_plan_revoked");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE ev (id objectid PRIMARY KEY, n int); \
          INSERT INTO ev SELECT gen_objectid_at(now() - i * interval '1 min'), i \
@@ -607,7 +613,7 @@ fn revoked_bound_functions_leave_the_condition_as_written() {
 /// gives it with the rewrite off, so such plans are made again for each role.
 #[test]
 fn a_plan_cached_under_one_role_gives_another_the_same_rows() {
-    let mut c = fresh_db("t_plan_cached_roles");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE o (id objectid PRIMARY KEY); \
          INSERT INTO o SELECT gen_objectid_at(now() - i * interval '1 hour') FROM generate_series(1, 1000) i; \
@@ -654,7 +660,7 @@ fn a_plan_cached_under_one_role_gives_another_the_same_rows() {
 /// keeps the condition as written, so that index is still used for a query on the parent.
 #[test]
 fn expression_indexes_of_children_stay_usable() {
-    let mut c = fresh_db("t_plan_child_expr");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE ev (id objectid, n int); CREATE TABLE ev_child () INHERITS (ev); \
          INSERT INTO ev_child SELECT gen_objectid_at(now() - i * interval '1 min'), i \

@@ -99,10 +99,13 @@ fn assert_done(c: &mut Client) {
 /// rekey goes on. A relation-cache invalidation.
 #[test]
 fn a_rule_added_between_batches_stops_the_next() {
-    let mut c = fresh_db("t_rekey_cc_rule");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     let (state, message) = run_through(
-        "t_rekey_cc_rule",
+        &name,
         "CREATE RULE orders_log AS ON UPDATE TO shop.orders DO ALSO NOTIFY orders_changed",
     )
     .expect_err("the batch after the rule came should have refused");
@@ -129,7 +132,10 @@ fn a_rule_added_between_batches_stops_the_next() {
 /// it is (42501), before the batch's statements meet it: a change to a table's ACL.
 #[test]
 fn a_privilege_revoked_between_batches_stops_the_next() {
-    let mut c = fresh_db("t_rekey_cc_grant");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     c.batch_execute(
         "DROP ROLE IF EXISTS t_rekey_cc_owner; CREATE ROLE t_rekey_cc_owner;
@@ -138,11 +144,8 @@ fn a_privilege_revoked_between_batches_stops_the_next() {
          ALTER TABLE shop.orders OWNER TO t_rekey_cc_owner",
     )
     .unwrap();
-    let (state, message) = run_through(
-        "t_rekey_cc_grant",
-        "REVOKE UPDATE ON shop.orders FROM t_rekey_cc_owner",
-    )
-    .expect_err("the batch after the REVOKE should have refused");
+    let (state, message) = run_through(&name, "REVOKE UPDATE ON shop.orders FROM t_rekey_cc_owner")
+        .expect_err("the batch after the REVOKE should have refused");
     assert_eq!(state, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
     assert!(
         message.starts_with("cannot go on with the rekey"),
@@ -165,10 +168,13 @@ fn a_privilege_revoked_between_batches_stops_the_next() {
 /// again (a schema's own catalog-cache invalidation: no table's definition changed).
 #[test]
 fn a_schema_renamed_between_batches_is_followed() {
-    let mut c = fresh_db("t_rekey_cc_schema");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     run_through(
-        "t_rekey_cc_schema",
+        &name,
         "ALTER SCHEMA shop RENAME TO store; CREATE SCHEMA shop;
          CREATE TABLE shop.orders (id bigserial PRIMARY KEY, customer_id uuid)",
     )
@@ -184,10 +190,13 @@ fn a_schema_renamed_between_batches_is_followed() {
 /// batches follow it too.
 #[test]
 fn a_foreign_key_added_between_batches_is_followed() {
-    let mut c = fresh_db("t_rekey_cc_fk");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     run_through(
-        "t_rekey_cc_fk",
+        &name,
         "CREATE TABLE shop.invoices (id bigserial PRIMARY KEY,
                                      customer_id uuid NOT NULL REFERENCES shop.customers (id));
          CREATE INDEX ON shop.invoices (customer_id);
@@ -213,7 +222,10 @@ fn a_foreign_key_added_between_batches_is_followed() {
 /// back.
 #[test]
 fn a_function_replaced_between_batches_is_seen() {
-    let mut c = fresh_db("t_rekey_cc_function");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     c.batch_execute(
         "CREATE FUNCTION shop.ok(uuid) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true';
@@ -221,7 +233,7 @@ fn a_function_replaced_between_batches_is_seen() {
     )
     .unwrap();
     c.batch_execute(ONE_BATCH).unwrap();
-    let mut other = connect_to("t_rekey_cc_function");
+    let mut other = connect_to(&name);
     other
         .batch_execute(
             "CREATE OR REPLACE FUNCTION shop.ok(uuid) RETURNS boolean LANGUAGE sql IMMUTABLE
@@ -243,7 +255,7 @@ fn a_function_replaced_between_batches_is_seen() {
 /// does not exist, a NULL argument).
 #[test]
 fn direct_calls_read_what_the_catalogs_say() {
-    let mut c = fresh_db("t_rekey_cc_direct");
+    let mut c = database_with_extension("").client;
     c.batch_execute("CREATE TABLE t (id uuid PRIMARY KEY, at timestamptz)")
         .unwrap();
     let read = |c: &mut Client, args: &str| -> Option<String> {
@@ -282,7 +294,10 @@ fn direct_calls_read_what_the_catalogs_say() {
 /// rule another session adds, and the owner gains nothing.
 #[test]
 fn an_owner_reading_the_kept_answer_inside_a_batch_changes_nothing() {
-    let mut c = fresh_db("t_rekey_cc_poison");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     create(&mut c);
     c.batch_execute(
         "DROP ROLE IF EXISTS t_rekey_cc_peeker; CREATE ROLE t_rekey_cc_peeker;
@@ -302,7 +317,7 @@ fn an_owner_reading_the_kept_answer_inside_a_batch_changes_nothing() {
     )
     .unwrap();
     let (state, message) = run_through(
-        "t_rekey_cc_poison",
+        &name,
         "CREATE RULE orders_log AS ON UPDATE TO shop.orders DO ALSO NOTIFY orders_changed",
     )
     .expect_err("the batch after the rule came should have refused");

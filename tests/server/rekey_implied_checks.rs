@@ -92,11 +92,12 @@ fn connect_counting(db: &str) -> (Client, Arc<Mutex<usize>>) {
     (client, left_out)
 }
 
-/// The whole rekey in one transaction, after `before` in that transaction (and `after_start`
-/// once the rekey has started, with its mapping table): the triggers its batches left out.
-fn rekey_leaving_out(db: &str, before: &str, after_start: &str) -> usize {
-    drop(fresh_db(db));
-    let (mut c, left_out) = connect_counting(db);
+/// The whole rekey in one transaction, in the test's database `suffix`, after `before` in that
+/// transaction (and `after_start` once the rekey has started, with its mapping table): the
+/// triggers its batches left out.
+fn rekey_leaving_out(suffix: &str, before: &str, after_start: &str) -> usize {
+    let db = database_with_extension(suffix).name;
+    let (mut c, left_out) = connect_counting(&db);
     create_family(&mut c);
     let mut tx = c.transaction().unwrap();
     tx.batch_execute(before).unwrap();
@@ -124,14 +125,14 @@ fn rekey_leaving_out(db: &str, before: &str, after_start: &str) -> usize {
 /// under another, whoever calls it.)
 #[test]
 fn checks_are_left_out_only_where_the_rewrite_satisfies_them() {
-    let on = rekey_leaving_out("t_implied_on", "SELECT", "SELECT");
+    let on = rekey_leaving_out("on", "SELECT", "SELECT");
     let off = rekey_leaving_out(
-        "t_implied_off",
+        "off",
         "SET LOCAL pg_objectid.rekey_implied_checks = off",
         "SELECT",
     );
     let trigger = rekey_leaving_out(
-        "t_implied_trigger",
+        "trigger",
         "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
          CREATE TRIGGER touch BEFORE UPDATE ON child FOR EACH ROW EXECUTE FUNCTION touch()",
         "SELECT",
@@ -151,18 +152,20 @@ fn checks_are_left_out_only_where_the_rewrite_satisfies_them() {
 /// as it would against PostgreSQL's own checks.
 #[test]
 fn references_made_around_a_batch_end_as_with_every_check() {
-    let db = "t_implied_order";
-    let mut c = fresh_db(db);
+    let Database {
+        name: db,
+        client: mut c,
+    } = database_with_extension("");
     create_family(&mut c);
     c.batch_execute("CALL rekey_run('parent', 'created_at', max_batches => 0)")
         .unwrap();
     let key: String = one_string(&mut c, "SELECT id::text FROM parent WHERE n = 1");
 
-    let mut writer = connect_to(db);
+    let mut writer = connect_to(&db);
     writer
         .batch_execute(&format!("BEGIN; INSERT INTO child VALUES ('{key}', 10)"))
         .unwrap();
-    let mut runner = connect_to(db);
+    let mut runner = connect_to(&db);
     let pid = backend_pid(&mut runner);
     let run = thread::spawn(move || {
         runner.batch_execute("CALL rekey_run('parent', lock_timeout => '60s')")
@@ -178,17 +181,18 @@ fn references_made_around_a_batch_end_as_with_every_check() {
     assert_eq!(
         one_i64(
             &mut c,
-            &format!(
-                "SELECT count(*) FROM child c JOIN parent p ON p.id = c.parent_id
-                  WHERE c.line = 10 AND p.n = 1 AND uuid_extract_version(p.id) = 7"
-            ),
+            "SELECT count(*) FROM child c JOIN parent p ON p.id = c.parent_id
+              WHERE c.line = 10 AND p.n = 1 AND uuid_extract_version(p.id) = 7",
         ),
         1,
         "the child committed while the batch waited has its parent's new key"
     );
 
     // A deferred check: the new child takes no lock before its COMMIT.
-    let mut c = fresh_db("t_implied_deferred");
+    let Database {
+        name: deferred,
+        client: mut c,
+    } = database_with_extension("deferred");
     create_family(&mut c);
     c.batch_execute(
         "ALTER TABLE child DROP CONSTRAINT child_parent_id_fkey;
@@ -198,7 +202,7 @@ fn references_made_around_a_batch_end_as_with_every_check() {
     c.batch_execute("CALL rekey_run('parent', 'created_at', max_batches => 0)")
         .unwrap();
     let key: String = one_string(&mut c, "SELECT id::text FROM parent WHERE n = 1");
-    let mut writer = connect_to("t_implied_deferred");
+    let mut writer = connect_to(&deferred);
     writer
         .batch_execute(&format!("BEGIN; INSERT INTO child VALUES ('{key}', 10)"))
         .unwrap();
@@ -220,9 +224,9 @@ fn a_trigger_on_a_partition_rows_move_to_keeps_the_checks() {
     if server_version(&mut connect_to("postgres")) < 150000 {
         return;
     }
-    let count = |db: &str, trigger: bool| -> usize {
-        drop(fresh_db(db));
-        let (mut c, left_out) = connect_counting(db);
+    let count = |suffix: &str, trigger: bool| -> usize {
+        let db = database_with_extension(suffix).name;
+        let (mut c, left_out) = connect_counting(&db);
         c.batch_execute(&format!(
             "CREATE TABLE parent (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL);
              INSERT INTO parent (id, created_at)
@@ -268,8 +272,8 @@ fn a_trigger_on_a_partition_rows_move_to_keeps_the_checks() {
         let n = *left_out.lock().unwrap();
         n
     };
-    let without = count("t_implied_routed", false);
-    let with = count("t_implied_routed_trigger", true);
+    let without = count("routed", false);
+    let with = count("routed_trigger", true);
     eprintln!("triggers left out: {without} without the trigger, {with} with it");
     assert!(without > 0);
     assert_eq!(with, 0, "with a trigger where the rows move");
@@ -280,7 +284,7 @@ fn a_trigger_on_a_partition_rows_move_to_keeps_the_checks() {
 /// check runs (adversarial review of the change).
 #[test]
 fn only_the_toolkits_own_statements_leave_checks_out() {
-    let mut c = fresh_db("t_implied_foreign_statements");
+    let mut c = database_with_extension("").client;
     create_family(&mut c);
     c.batch_execute("CALL rekey_run('parent', 'created_at', max_batches => 0)")
         .unwrap();
@@ -312,9 +316,9 @@ fn assert_consistent_before_rekey(c: &mut Client) {
 /// each read another new key for the same key, keeps every check (second adversarial review).
 #[test]
 fn a_mapping_without_its_unique_key_keeps_the_checks() {
-    let plain = rekey_leaving_out("t_implied_plain", "SELECT", "SELECT");
+    let plain = rekey_leaving_out("plain", "SELECT", "SELECT");
     let mapping = rekey_leaving_out(
-        "t_implied_mapping",
+        "mapping",
         "SELECT",
         "ALTER TABLE parent_rekey_map DROP CONSTRAINT parent_rekey_map_pkey;
          CREATE INDEX ON parent_rekey_map (old_key)",
@@ -348,8 +352,7 @@ fn a_reference_made_by_the_owners_code_during_the_rewrite_is_refused() {
         .iter()
         .flat_map(|v| ["on", "off"].map(move |s| (v, s)))
     {
-        let db = format!("t_implied_sneak_{variant}_{setting}");
-        let mut c = fresh_db(&db);
+        let mut c = database_with_extension(&format!("{variant}_{setting}")).client;
         create_family(&mut c);
         c.batch_execute("CALL rekey_run('parent', 'created_at', max_batches => 0)")
             .unwrap();
@@ -399,8 +402,7 @@ fn a_reference_made_by_the_owners_code_during_the_rewrite_is_refused() {
 #[test]
 fn a_statement_run_while_the_rewrite_is_planned_keeps_its_checks() {
     for setting in ["on", "off"] {
-        let db = format!("t_implied_planning_{setting}");
-        let mut c = fresh_db(&db);
+        let mut c = database_with_extension(setting).client;
         c.batch_execute("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='implied_mallory') THEN CREATE ROLE implied_mallory LOGIN; END IF; END$$;
 CREATE SCHEMA m AUTHORIZATION implied_mallory;
 SET ROLE implied_mallory;

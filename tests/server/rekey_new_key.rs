@@ -10,7 +10,7 @@ use crate::common::*;
 
 #[test]
 fn maps_each_key_and_passes_the_others_through() {
-    let mut c = fresh_db("t_rekey_new_key");
+    let mut c = database_with_extension("").client;
     c.batch_execute(
         "CREATE TABLE m AS SELECT gen_random_uuid() AS old_key, uuidv7() AS new_key FROM generate_series(1, 2000);
          CREATE TABLE r AS SELECT old_key AS k FROM m UNION ALL SELECT gen_random_uuid() FROM generate_series(1, 1000)",
@@ -109,7 +109,7 @@ fn maps_each_key_and_passes_the_others_through() {
 
 #[test]
 fn arrays_that_make_no_mapping_are_refused() {
-    let mut c = fresh_db("t_rekey_new_key_errors");
+    let mut c = database_with_extension("").client;
     let a = "00000000-0000-0000-0000-00000000000a";
     let b = "00000000-0000-0000-0000-00000000000b";
     let message = expect_error(

@@ -4,7 +4,7 @@ use crate::common::*;
 
 #[test]
 fn text_round_trip_is_lowercase() {
-    let mut c = fresh_db("t_text_round_trip");
+    let mut c = database_with_extension("").client;
     assert_eq!(
         one_string(&mut c, "SELECT '507f1f77bcf86cd799439011'::objectid::text"),
         "507f1f77bcf86cd799439011"
@@ -36,7 +36,7 @@ fn text_round_trip_is_lowercase() {
 
 #[test]
 fn bad_text_is_rejected_with_22p02() {
-    let mut c = fresh_db("t_bad_text");
+    let mut c = database_with_extension("").client;
     let cases = [
         "",
         "507f1f77bcf86cd79943901",
@@ -73,7 +73,7 @@ fn bad_text_is_rejected_with_22p02() {
 
 #[test]
 fn error_detail_says_what_is_wrong() {
-    let mut c = fresh_db("t_error_detail");
+    let mut c = database_with_extension("").client;
     let err = c.batch_execute("SELECT 'abc'::objectid").unwrap_err();
     let db = err.as_db_error().unwrap();
     assert_eq!(
@@ -91,7 +91,7 @@ fn error_detail_says_what_is_wrong() {
 
 #[test]
 fn embedded_nul_never_truncates() {
-    let mut c = fresh_db("t_embedded_nul");
+    let mut c = database_with_extension("").client;
     // A NUL cannot reach the input function: the server refuses it in text, whether written in a
     // literal, built with chr(), or sent as a parameter. What must never happen is that the part
     // before the NUL is silently accepted as an objectid.
@@ -119,7 +119,7 @@ fn embedded_nul_never_truncates() {
 
 #[test]
 fn fixed_length_of_twelve_bytes() {
-    let mut c = fresh_db("t_fixed_length");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT typlen, typbyval, typalign::text, typstorage::text, typcategory::text \
@@ -163,7 +163,7 @@ fn fixed_length_of_twelve_bytes() {
 /// PostgreSQL 16 lets callers ask an input function to report bad input without throwing.
 #[test]
 fn soft_input_errors() {
-    let mut c = fresh_db("t_text_soft_errors");
+    let mut c = database_with_extension("").client;
     if server_version(&mut c) < 160000 {
         // pg_input_is_valid() does not exist before 16; the hard error is tested above.
         expect_error(
@@ -216,7 +216,7 @@ fn soft_input_errors() {
 /// PostgreSQL 17's COPY ... (ON_ERROR ignore) skips rows whose objectid does not parse.
 #[test]
 fn copy_on_error_ignore_skips_bad_rows() {
-    let mut c = fresh_db("t_text_copy_on_error");
+    let mut c = database_with_extension("").client;
     c.batch_execute("CREATE TABLE t (id objectid)").unwrap();
     let data = "507f1f77bcf86cd799439011\nnot-an-id\nffffffffffffffffffffffff\n";
     if server_version(&mut c) < 170000 {

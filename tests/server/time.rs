@@ -6,7 +6,7 @@ use crate::common::*;
 
 #[test]
 fn timestamp_reads_unsigned_seconds() {
-    let mut c = fresh_db("t_time_read");
+    let mut c = database_with_extension("").client;
     c.batch_execute("SET TimeZone = 'UTC'").unwrap();
     for (id, want) in [
         ("000000000000000000000000", "1970-01-01 00:00:00+00"),
@@ -26,7 +26,7 @@ fn timestamp_reads_unsigned_seconds() {
 
 #[test]
 fn from_time_is_the_smallest_id_of_the_second() {
-    let mut c = fresh_db("t_time_from");
+    let mut c = database_with_extension("").client;
     for (at, want) in [
         ("1970-01-01 00:00:00+00", "000000000000000000000000"),
         ("2012-10-17 21:13:27.999999+00", "507f1f770000000000000000"),
@@ -68,7 +68,7 @@ fn from_time_is_the_smallest_id_of_the_second() {
 
 #[test]
 fn times_outside_the_range_are_errors() {
-    let mut c = fresh_db("t_time_errors");
+    let mut c = database_with_extension("").client;
     c.batch_execute("SET TimeZone = 'UTC'").unwrap();
     for (at, shown) in [
         ("1969-12-31 23:59:59+00", "1969-12-31 23:59:59+00"),
@@ -96,7 +96,7 @@ fn times_outside_the_range_are_errors() {
 
 #[test]
 fn bounds_never_fail_and_bracket_the_second() {
-    let mut c = fresh_db("t_time_bounds");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT objectid_lower_bound('2012-10-17 21:13:27.5+00')::text, \
@@ -122,7 +122,7 @@ fn bounds_never_fail_and_bracket_the_second() {
 
 #[test]
 fn bound_before_stops_at_the_previous_second() {
-    let mut c = fresh_db("t_time_bound_before");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT objectid_upper_bound_before('2012-10-17 21:13:27+00')::text, \
@@ -172,7 +172,7 @@ fn sorted_ns(c: &mut postgres::Client, condition: &str) -> Vec<i32> {
 
 #[test]
 fn time_conditions_use_the_primary_key() {
-    let mut c = fresh_db("t_time_planner");
+    let mut c = database_with_extension("").client;
     events_table(&mut c, "");
     let cases = [
         ("objectid_timestamp(id) >= now() - interval '1 hour'", 61, vec![">= objectid_first_at_or_after("]),
@@ -194,7 +194,7 @@ fn time_conditions_use_the_primary_key() {
     ];
     let expected_old = one_i64(
         &mut c,
-        &format!("SELECT count(*) FROM events WHERE n >= (extract(epoch FROM interval '138 days') / 60)::int"),
+        "SELECT count(*) FROM events WHERE n >= (extract(epoch FROM interval '138 days') / 60)::int",
     );
     for (condition, rows, bounds) in cases {
         let plan = explain(&mut c, &format!("SELECT n FROM events WHERE {condition}"));
@@ -238,11 +238,14 @@ fn time_conditions_use_the_primary_key() {
 
 #[test]
 fn the_first_query_of_a_session_already_uses_the_index() {
-    let mut c = fresh_db("t_time_planner_first");
+    let Database {
+        name,
+        client: mut c,
+    } = database_with_extension("");
     events_table(&mut c, "");
     drop(c);
     // A new backend has not loaded the library yet; planning this query must load it in time.
-    let mut fresh = connect_to("t_time_planner_first");
+    let mut fresh = connect_to(&name);
     let plan = explain(
         &mut fresh,
         "SELECT n FROM events WHERE objectid_timestamp(id) >= now() - interval '1 hour'",
@@ -252,7 +255,7 @@ fn the_first_query_of_a_session_already_uses_the_index() {
 
 #[test]
 fn time_conditions_in_another_schema() {
-    let mut c = fresh_database("t_time_planner_schema");
+    let mut c = empty_database("").client;
     c.batch_execute("CREATE SCHEMA ids; CREATE EXTENSION pg_objectid SCHEMA ids")
         .unwrap();
     events_table(&mut c, "ids.");
@@ -277,7 +280,7 @@ fn time_conditions_in_another_schema() {
 /// constants like explicit ones, and from the index alone when nothing else is needed.
 #[test]
 fn constant_time_ranges_scan_only_their_keys_from_the_index() {
-    let mut c = fresh_db("t_time_exact_range");
+    let mut c = database_with_extension("").client;
     events_table(&mut c, "");
     c.batch_execute("VACUUM events").unwrap();
     let from = one_string(

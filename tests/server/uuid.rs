@@ -7,7 +7,7 @@ use crate::common::*;
 
 #[test]
 fn uuidv7_layout_and_clock() {
-    let mut c = fresh_db("t_uuid_layout");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT count(*) FILTER (WHERE public.uuid_extract_version(u) <> 7), \
@@ -31,7 +31,7 @@ fn uuidv7_layout_and_clock() {
 
 #[test]
 fn a_million_uuidv7_strictly_increase() {
-    let mut c = fresh_db("t_uuid_million");
+    let mut c = database_with_extension("").client;
     assert_eq!(
         one_i64(
             &mut c,
@@ -52,7 +52,7 @@ fn a_million_uuidv7_strictly_increase() {
 
 #[test]
 fn shifted_uuidv7() {
-    let mut c = fresh_db("t_uuid_shift");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT extract(epoch FROM now() - interval '1 day' - public.uuid_extract_timestamp(public.uuidv7(interval '-1 day')))::float8, \
@@ -95,7 +95,7 @@ fn shifted_uuidv7() {
 
 #[test]
 fn same_errors_as_postgresql_18() {
-    let mut c = fresh_db("t_uuid_same_errors");
+    let mut c = database_with_extension("").client;
     if server_version(&mut c) < 180000 {
         return;
     }
@@ -125,7 +125,7 @@ fn same_errors_as_postgresql_18() {
 /// must be refused as 18.6 refuses it; one aimed 5 ms before the top still makes a value.
 #[test]
 fn uuidv7_interval_refuses_the_last_millisecond_past_its_first_microsecond() {
-    let mut c = fresh_db("t_uuid_top_of_range");
+    let mut c = database_with_extension("").client;
     let builtin = server_version(&mut c) >= 180000;
     let into_last = "'10889-08-02 05:31:50.6555+00'::timestamptz - clock_timestamp()";
     let mut schemas = vec!["public"];
@@ -159,7 +159,7 @@ fn uuidv7_interval_refuses_the_last_millisecond_past_its_first_microsecond() {
 /// timestamptz + interval says, not that infinite intervals are unsupported.
 #[test]
 fn uuidv7_interval_before_17_reports_extreme_fields_as_timestamptz_plus_interval_does() {
-    let mut c = fresh_db("t_uuid_extreme_fields");
+    let mut c = database_with_extension("").client;
     if server_version(&mut c) >= 170000 {
         return;
     }
@@ -184,7 +184,7 @@ fn uuidv7_interval_before_17_reports_extreme_fields_as_timestamptz_plus_interval
 
 #[test]
 fn uuidv4_is_random_version_4() {
-    let mut c = fresh_db("t_uuid_v4");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT count(DISTINCT u), count(*) FILTER (WHERE public.uuid_extract_version(u) = 4), \
@@ -205,7 +205,7 @@ fn uuidv4_is_random_version_4() {
 
 #[test]
 fn known_vectors() {
-    let mut c = fresh_db("t_uuid_vectors");
+    let mut c = database_with_extension("").client;
     c.batch_execute("SET TimeZone = 'UTC'").unwrap();
     for (u, version, ts) in [
         // RFC 9562's examples.
@@ -246,7 +246,7 @@ fn known_vectors() {
 
 #[test]
 fn time_helpers() {
-    let mut c = fresh_db("t_uuid_time_helpers");
+    let mut c = database_with_extension("").client;
     c.batch_execute("SET TimeZone = 'UTC'").unwrap();
     assert_eq!(
         one_string(
@@ -313,7 +313,7 @@ fn time_helpers() {
 /// On 17 and 18 an unqualified call reaches the built-in function; 17's extract knows v1 only.
 #[test]
 fn builtins_come_first_unless_the_path_says_otherwise() {
-    let mut c = fresh_db("t_uuid_search_path");
+    let mut c = database_with_extension("").client;
     let version = server_version(&mut c);
     let v7 = "'017f22e2-79b0-7cc3-98c4-dc0c0c07398f'::uuid";
     let unqualified = format!("SELECT uuid_extract_timestamp({v7}) IS NOT NULL");
@@ -382,7 +382,7 @@ fn ns(c: &mut postgres::Client, sql: &str) -> Vec<i32> {
 
 #[test]
 fn time_conditions_use_the_key_where_it_holds_only_v7() {
-    let mut c = fresh_db("t_uuid_planner");
+    let mut c = database_with_extension("").client;
     v7_table(&mut c, "e", "CHECK (public.uuid_extract_version(id) = 7)");
     let conditions = [
         "public.uuid_extract_timestamp(id) >= now() - interval '1 hour'",
@@ -421,7 +421,7 @@ fn time_conditions_use_the_key_where_it_holds_only_v7() {
 
 #[test]
 fn time_conditions_stay_correct_where_other_versions_may_be() {
-    let mut c = fresh_db("t_uuid_planner_v1");
+    let mut c = database_with_extension("").client;
     v7_table(&mut c, "e", "");
     // A version-1 UUID of the current time: its bytes do not sort by its time.
     c.batch_execute(
@@ -465,7 +465,7 @@ fn time_conditions_stay_correct_where_other_versions_may_be() {
 /// wrong bound in release builds), and a time condition with such a bound failed.
 #[test]
 fn bounds_and_first_values_after_2262() {
-    let mut c = fresh_db("t_uuid_after_2262");
+    let mut c = database_with_extension("").client;
     let row = c
         .query_one(
             "SELECT public.uuidv7_lower_bound('4000-01-01 00:00:00+00')::text, \
