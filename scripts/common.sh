@@ -112,6 +112,13 @@ paths = [m["executable"] for m in map(json.loads, sys.stdin)
 print(paths[-1])' "$1"
 }
 
+# build_lock COMMAND...: COMMAND while holding the lock on building and installing the extension
+# from this checkout's target/ (install_extension, the pgrx tests of scripts/test_version.sh).
+build_lock() {
+    mkdir -p "$ROOT/target"
+    flock "$ROOT/target/.pg_objectid-build.lock" "$@"
+}
+
 # Builds the extension for the server of $1 (a pg_config) and installs it into that server's tree.
 install_extension() {
     local pg_config=$1 profile=${2:-release} feature
@@ -121,7 +128,10 @@ install_extension() {
     # Installing writes into the server's lib and share folders.
     [ "$(id -u)" = 0 ] || [ -w "$("$pg_config" --pkglibdir)" ] || args+=(--sudo)
     log "building and installing pg_objectid ($profile) for $("$pg_config" --version)"
-    (cd "$ROOT" && cargo pgrx install "${args[@]}")
+    # Versions built side by side (scripts/test.sh) share target/, where cargo links every build
+    # to the same target/debug/libpg_objectid.so that cargo-pgrx then copies, after cargo's own
+    # lock is released: one build at a time, from the build to the copy (build_lock).
+    (cd "$ROOT" && build_lock cargo pgrx install "${args[@]}")
     install_old_releases "$pg_config"
 }
 
@@ -169,7 +179,8 @@ install_old_releases() {
     dest="$("$pg_config" --sharedir)/extension"
     [ -w "$dest" ] || sudo=(sudo)
     for version in $(release_versions); do
-        release_script "$version" >"/tmp/pg_objectid--$version.$$.full.sql"
+        release_script "$version" >"/tmp/pg_objectid--$version.$$.full.sql" ||
+            die "the install script of release $version cannot be rebuilt from sql/releases/"
         python3 - "/tmp/pg_objectid--$version.$$.full.sql" "$major" >"/tmp/pg_objectid--$version.$$.sql" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()

@@ -21,6 +21,8 @@ command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 # scripts/lint.sh checks the shell scripts with ShellCheck (Debian 12's 0.9.0).
 packages+=(shellcheck)
+# release_script (scripts/common.sh) rebuilds the earlier releases' install scripts with patch.
+packages+=(patch)
 # The Citus tests on 16-18 build Citus against those servers' trees, whose pg_config.h enables
 # zstd, lz4 and GSSAPI, so Citus's headers need these libraries' development files.
 if printf '%s\n' "${versions[@]}" | grep -qxE '16|17|18'; then

@@ -75,11 +75,11 @@ trap 'kill "${!job_of_pid[@]}" 2>/dev/null || true' EXIT
 # it is selected, else on the last version selected.
 clients_version=${versions[-1]}
 printf '%s\n' "${versions[@]}" | grep -qx 17 && clients_version=17
-job lint "$ROOT/scripts/lint.sh" "${versions[@]}"
+job lint bash "$ROOT/scripts/lint.sh" "${versions[@]}"
 for v in "${versions[@]}"; do
     mode=()
     [ "$v" = "$clients_version" ] && mode=(--clients)
-    job "pg$v" "$ROOT/scripts/test_version.sh" "$v" "${mode[@]}"
+    job "pg$v" bash "$ROOT/scripts/test_version.sh" "$v" "${mode[@]}"
 done
 wait_all
 

@@ -85,7 +85,8 @@ if [ "$(id -u)" = 0 ]; then
     pgrx_args+=(--runas "$RUN_AS" --pgdata "$base/pgrx$v/data")
 fi
 pgrx=passed
-cargo pgrx test "${pgrx_args[@]}" || pgrx=FAILED
+# It builds (with the pg_test feature) and installs its own build: under the build lock (common.sh).
+build_lock cargo pgrx test "${pgrx_args[@]}" || pgrx=FAILED
 
 printf 'PostgreSQL %-3s server tests %-7s pgrx tests %-7s citus tests %-7s %4ds%s\n' \
     "$v" "$server" "$pgrx" "$citus" $((SECONDS - started)) "${clients:+   client libraries $clients}"
