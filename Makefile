@@ -8,13 +8,13 @@
 #   make test           everything, on 13-18 (the README's command)
 #   make lint           rustfmt, clippy on every version, shellcheck, ruff
 #   make citus V=17 | cross-version | replication | package | pgxn | clients V=17 | mongodb V=18
-#   make bench | bench-rekey | bench-citus | demo | install V=15
+#   make bench | bench-rekey | bench-citus | bench-scale | demo | install V=15
 
 V ?= 17
 SHELL := /bin/bash
 
 .PHONY: quick unit server version test lint install setup citus cross-version replication \
-	package pgxn clients mongodb bench bench-rekey bench-citus demo
+	package pgxn clients mongodb bench bench-rekey bench-citus bench-scale demo
 
 setup:
 	bash scripts/setup.sh $(V)
@@ -82,6 +82,10 @@ bench-rekey:
 
 bench-citus:
 	bash scripts/bench_citus.sh
+
+# Inserts once the key's index outgrows memory (direct I/O), and costs at three table sizes.
+bench-scale:
+	bash scripts/bench_scale.sh
 
 demo:
 	bash scripts/demo.sh

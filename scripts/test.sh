@@ -50,7 +50,8 @@ finish_one() {
     log "$name: done (exit $status) in $((SECONDS - started_at[$name])) s; its output:"
     cat "$logs/$name.log"
     if [ $status = 0 ]; then
-        summary+=("$(tail -n 1 "$logs/$name.log")")
+        # The line without the bold of log()'s lines.
+        summary+=("$(tail -n 1 "$logs/$name.log" | sed 's/\x1b\[[0-9;]*m//g')")
     else
         failed=1
         summary+=("$name: FAILED (exit $status), see above; last line: $(tail -n 1 "$logs/$name.log")")
