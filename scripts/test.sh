@@ -24,6 +24,7 @@ mkdir -p "$logs"
 jobs=${PG_OBJECTID_JOBS:-2}
 summary=()
 failed=0
+failed_jobs=()
 
 log "kernel unit tests"
 unit=passed
@@ -54,6 +55,7 @@ finish_one() {
         summary+=("$(tail -n 1 "$logs/$name.log" | sed 's/\x1b\[[0-9;]*m//g')")
     else
         failed=1
+        failed_jobs+=("$name")
         summary+=("$name: FAILED (exit $status), see above; last line: $(tail -n 1 "$logs/$name.log")")
     fi
 }
@@ -126,6 +128,12 @@ if selected 15; then
     wait_all
 fi
 
+# A failed job's last lines once more, next to the summary: a reader of a cut log (CI shows its
+# beginning and end) then sees why without the whole output. Every log stays in $logs.
+for name in "${failed_jobs[@]}"; do
+    log "$name FAILED; the last 60 lines of its output ($logs/$name.log):"
+    tail -n 60 "$logs/$name.log"
+done
 log "summary ($((SECONDS / 60)) minutes)"
 printf '  %s\n' "${summary[@]}"
 exit $failed

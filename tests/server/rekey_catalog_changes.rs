@@ -5,7 +5,7 @@
 //! act on the change exactly as a session that never read anything would.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::error::SqlState;
 use postgres::Client;
@@ -40,7 +40,8 @@ const ONE_BATCH: &str =
     "CALL rekey_run('shop.customers', 'created_at', batch_size => 20, max_batches => 1)";
 
 /// Runs the whole rekey in one CALL, pausing a second between batches of 20 keys, while another
-/// session makes `change` during the second batch or the pause after it. The CALL's result.
+/// session makes `change` once the first batch has committed (in the pause after it or during the
+/// second). The CALL's result.
 fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
     let mut migrating = connect_to(db);
     let running =
@@ -54,8 +55,24 @@ fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
                 (db.code().clone(), db.message().to_owned())
             })
         });
-    thread::sleep(Duration::from_millis(1500));
-    connect_to(db).batch_execute(change).unwrap();
+    // The change must come after the first batch has read the catalogs: wait for its commit
+    // rather than for a fixed time, which a loaded machine can outlast before the CALL has even
+    // looked the table up.
+    let mut other = connect_to(db);
+    let started = Instant::now();
+    while one_i64(
+        &mut other,
+        "SELECT coalesce(max(batches), 0)::bigint FROM rekey_status
+          WHERE table_name = 'shop.customers'::regclass",
+    ) < 1
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the rekey's first batch did not commit within 120 s"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    other.batch_execute(change).unwrap();
     running.join().unwrap()
 }
 
