@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import psycopg
+from suite import machine
 
 GENERATORS = [
     ("gen_objectid", "`gen_objectid()`", "objectid", "public.gen_objectid()"),
@@ -115,7 +116,7 @@ def run(args):
         "date": datetime.date.today().isoformat(),
         "elapsed_s": round(time.monotonic() - STARTED),
         "server": version, "citus": citus,
-        "machine": {"cores": os.cpu_count()},
+        "machine": machine(),
         "seconds": args.seconds, "reps": args.reps, "shards": args.shards,
         "clients_per_node": args.clients, "writers": args.writers,
         "generators": [{"key": k, "label": lab, "type": t, "default": d} for k, lab, t, d in GENERATORS],

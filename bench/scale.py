@@ -4,10 +4,10 @@ bench/report.py turns into sections 9 and 10 of docs/benchmarks.md.
 
 Two clusters of the same server:
 
-  disk   shared_buffers small (default 2MB) and debug_io_direct = data, a developer option of 16
+  disk   shared_buffers small (default 4MB) and debug_io_direct = data, a developer option of 16
          and later that opens data files with O_DIRECT: a page that is not in shared buffers is
          read from the disk, not copied from the operating system's page cache.
-  memory ordinary settings (shared_buffers 256MB), for the costs that are not about I/O.
+  memory ordinary settings (shared_buffers 512MB), for the costs that are not about I/O.
 
 1. Growth (disk): one table per candidate, from empty, 4 sessions of single-row inserts (pgbench)
    in windows, until the key's index is --index-multiple times shared_buffers (or --cap seconds
@@ -17,23 +17,25 @@ Two clusters of the same server:
 2. Sizes (memory), at each of --sizes rows (three or more, spanning at least 10x):
    - a creation-time range query, one hour and one day, in three forms: through the rewrite
      (objectid_timestamp(id) between the times), with the explicit key bounds, and on a separate
-     indexed created_at column; Execution Time of EXPLAIN ANALYZE, interleaved, --reps times;
+     indexed created_at column; Execution Time of EXPLAIN ANALYZE, interleaved, --query-reps
+     times;
    - CREATE INDEX on the key of a table of that many rows, per key type;
-   - rekey_run's keys per second on bench/rekey.py's one_column shape with that many parents.
+   - the rekey of bench/rekey.py's one_column shape with that many parents, by rekey_run and by
+     the bare loop of the same batches: keys per second, WAL, full-page images and blocks read
+     per key.
 3. Generators (memory): calls per second of each generator under 1, 2, 4 and 8 sessions
-   (pgbench, 1000 calls per statement), --reps times.
+   (pgbench, 1000 calls per statement), --gen-reps times.
 """
 
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
 import time
 
-from suite import Cluster, log
+from suite import Cluster, log, machine
 
 import rekey
 
@@ -65,18 +67,15 @@ class Counters:
 
     def __init__(self, cl, table):
         self.cl, self.table = cl, table
-        self.start = self.read()
+        self.wal, self.read = cl.wal_mark(), self.blocks_read()
 
-    def read(self):
-        return self.cl.conn.execute(
-            """SELECT pg_current_wal_insert_lsn()::text, (SELECT wal_fpi FROM pg_stat_wal),
-                      coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)
-                 FROM pg_statio_user_tables WHERE relid = %s::regclass""", (self.table,)).fetchone()
+    def blocks_read(self):
+        return int(self.cl.one("""SELECT coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)
+                                    FROM pg_statio_user_tables WHERE relid = %s::regclass""", (self.table,)))
 
     def since(self):
-        now = self.read()
-        wal = self.cl.one("SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)::bigint", (now[0], self.start[0]))
-        return int(wal), int(now[1] - self.start[1]), int(now[2] - self.start[2])
+        wal, fpi = self.cl.wal_since(self.wal)
+        return int(wal), int(fpi), self.blocks_read() - self.read
 
 
 def pgbench(cl, script, clients, args):
@@ -240,19 +239,72 @@ def create_index(cl, rows, reps):
     return out
 
 
-def rekey_rate(cl, rows, batch_size):
-    """rekey_run on bench/rekey.py's one_column shape (a parent of `rows` UUIDv4 keys, a child of
-    three rows per parent), in a database of its own."""
-    db = f"rekey_{rows}"
-    cl.run(f"DROP DATABASE IF EXISTS {db}")
-    cl.run(f"CREATE DATABASE {db}")
+REKEY_METHODS = ("toolkit", "bare")
+
+
+def rekey_rates(cl, rows, batch_size, reps):
+    """The rekey of bench/rekey.py's one_column shape (a parent of `rows` UUIDv4 keys, a child of
+    three rows per parent, stored in random order) by rekey_run (its foreign key NO ACTION) and by
+    the bare loop of the same batches (plain SQL, no foreign key, mapping or checks), each on a
+    copy of one build, the two taking turns, `reps` times: seconds, keys per second, and per key
+    the WAL bytes, full-page images and blocks read from outside shared buffers (the whole
+    database's); median and range of each."""
+    src = f"rekey_{rows}"
+    cl.run(f"DROP DATABASE IF EXISTS {src}")
+    cl.run(f"CREATE DATABASE {src}")
     dsn = f"host={cl.host} port={cl.port} user=postgres"
-    with rekey.connect(dsn, db) as c:
+    with rekey.connect(dsn, src) as c:
         c.execute("CREATE EXTENSION pg_objectid")
         rekey.build(c, rows, "one_column")
-    result = rekey.measure(dsn, db, "toolkit", rows, batch_size, "one_column", False)
+    runs = {m: {} for m in REKEY_METHODS}
+    for rep in range(reps):
+        for method in REKEY_METHODS[::1 if rep % 2 == 0 else -1]:
+            for field, value in rekey_once(cl, src, rows, method, batch_size).items():
+                runs[method].setdefault(field, []).append(value)
+    cl.run(f"DROP DATABASE {src}")
+    return {m: {field: spread(v) for field, v in fields.items()} for m, fields in runs.items()}
+
+
+def rekey_once(cl, src, rows, method, batch_size):
+    """One rekey by `method` of a copy of database `src`; see rekey_rates."""
+    dsn = f"host={cl.host} port={cl.port} user=postgres"
+    db = f"{src}_{method}"
+    cl.run(f"DROP DATABASE IF EXISTS {db}")
+    cl.run(f"CREATE DATABASE {db} TEMPLATE {src} STRATEGY FILE_COPY")
+    with rekey.connect(dsn, db) as c:
+        if method == "bare":
+            c.execute(rekey.bare_procedure("one_column"))
+            c.execute("ALTER TABLE parent ALTER COLUMN id SET DEFAULT uuidv7()")
+        else:
+            for fk in rekey.SHAPES["one_column"]["foreign_keys"]:
+                c.execute(fk.format(action=""))
+            c.execute("SELECT rekey_switch_default('parent')")
+        c.execute("CHECKPOINT")
+    cl.wait_gone()
+    mark, read0 = cl.wal_mark(), blocks_read(cl, db)
+    with rekey.connect(dsn, db) as c:
+        pid = rekey.one(c, "SELECT pg_backend_pid()")
+        started = time.monotonic()
+        if method == "bare":
+            c.execute(f"CALL bare_rekey({batch_size})")
+        else:
+            c.execute(f"CALL rekey_run('parent', 'created_at', batch_size => {batch_size})")
+        seconds = time.monotonic() - started
+        left = rekey.one(c, "SELECT count(*) FROM parent WHERE uuid_extract_version(id) <> 7")
+        assert left == 0, f"{method}: {left} keys not rekeyed"
+    cl.wait_gone([pid])
+    wal, fpi = cl.wal_since(mark)
+    out = {"seconds": seconds, "keys_per_second": rows / seconds, "wal_bytes_per_key": wal / rows,
+           "fpi_per_key": fpi / rows, "blocks_read_per_key": (blocks_read(cl, db) - read0) / rows}
+    log(f"rekey · {rows:,} parents · {method}: {rows / seconds:,.0f} keys/s, {wal / rows:,.0f} WAL bytes, "
+        f"{fpi / rows:.3f} full-page images, {out['blocks_read_per_key']:.2f} blocks read per key")
     cl.run(f"DROP DATABASE {db}")
-    return {k: result[k] for k in ("seconds", "keys_per_second", "rows_per_second", "batches")}
+    return out
+
+
+def blocks_read(cl, db):
+    # A database's counters include every backend's, autovacuum's too, as flushed so far.
+    return int(cl.one("SELECT blks_read FROM pg_stat_database WHERE datname = %s", (db,)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,24 +336,6 @@ def generators(cl, sessions, seconds, reps, workdir):
             "calls_per_s": {k: {n: spread(v) for n, v in per.items()} for k, per in out.items()}}
 
 
-# ---------------------------------------------------------------------------------------------
-
-def machine():
-    cpus = os.cpu_count()
-    mem = None
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
-    model = None
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"cpus": cpus, "memory_bytes": mem, "cpu": model, "kernel": platform.release()}
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--disk", required=True, help="HOST:PORT:BINDIR of the direct-I/O cluster")
@@ -313,10 +347,13 @@ def main():
     p.add_argument("--cap", type=float, default=900, help="seconds of growth per candidate at most")
     p.add_argument("--sizes", default="200000,632000,2000000")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--query-reps", type=int, default=25,
+                   help="repetitions of each range query (a hundredth of a millisecond apart at 200,000 rows)")
     p.add_argument("--copy-reps", type=int, default=1)
     p.add_argument("--gen-seconds", type=int, default=5)
     p.add_argument("--gen-reps", type=int, default=3)
     p.add_argument("--rekey-batch-size", type=int, default=10_000)
+    p.add_argument("--rekey-reps", type=int, default=2)
     p.add_argument("--only", default="", help="comma-separated: growth, sizes, generators")
     p.add_argument("--workdir", required=True)
     p.add_argument("--settings", default="", help="the clusters' settings, one per line (for the report)")
@@ -352,11 +389,10 @@ def main():
         for rows in sizes:
             log(f"sizes · {rows:,} rows")
             t = time_table(memory, rows)
-            entry = {"range_queries": range_queries(memory, t, a.reps)}
+            entry = {"range_queries": range_queries(memory, t, a.query_reps)}
             memory.run(f"DROP TABLE {t}")
             entry["create_index_s"] = create_index(memory, rows, max(3, a.reps // 2))
-            log(f"sizes · {rows:,} rows · rekey_run")
-            entry["rekey"] = rekey_rate(memory, rows, a.rekey_batch_size)
+            entry["rekey"] = rekey_rates(memory, rows, a.rekey_batch_size, a.rekey_reps)
             out["sizes"][str(rows)] = entry
     if want("generators"):
         out["generators"] = generators(memory, [1, 2, 4, 8], a.gen_seconds, a.gen_reps, a.workdir)

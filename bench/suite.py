@@ -8,6 +8,7 @@ so that drift of the machine (page cache, other load, table growth) spreads over
 import argparse
 import json
 import os
+import platform
 import re
 import statistics
 import subprocess
@@ -56,6 +57,19 @@ class Candidate:
 def log(msg):
     elapsed = int(time.monotonic() - STARTED)
     print(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] {msg}", file=sys.stderr, flush=True)
+
+
+def machine():
+    """What the report says of the machine a benchmark ran on."""
+    model = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cores": os.cpu_count(),
+            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+            "cpu": model, "kernel": platform.release()}
 
 
 class Cluster:
@@ -392,8 +406,7 @@ def main():
 
     results = {
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": {"cores": os.cpu_count(),
-                    "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)},
+        "machine": machine(),
         "servers": {k: cl.version for k, cl in clusters.items()},
         "settings": [s for s in a.settings.splitlines() if s],
         "reps": a.reps,

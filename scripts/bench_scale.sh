@@ -5,13 +5,14 @@
 # regenerates docs/benchmarks.md (sections 9 and 10) and its charts from the JSON files there.
 #
 #   scripts/bench_scale.sh [--shared-buffers SIZE] [--index-multiple N] [--sizes LIST] [--reps N]
-#                          [--cap SECONDS] [--only LIST] [--json FILE] [--pg VERSION]
+#                          [--rekey-reps N] [--cap SECONDS] [--only LIST] [--json FILE] [--pg VERSION]
 #
 #   --shared-buffers SIZE  the direct-I/O cluster's (default 4MB)
 #   --index-multiple N     grow each table until its key index is N x shared_buffers (default 20)
 #   --cap SECONDS          ... or for this long per candidate at most (default 900)
 #   --sizes LIST           row counts of the size-dependent costs (default 200000,632000,2000000)
-#   --reps N               repetitions of each range query's timing (default 5)
+#   --reps N               repetitions of CREATE INDEX (half, at least 3; default 5)
+#   --rekey-reps N         rekeys of each size by rekey_run and by the bare loop (default 2)
 #   --only LIST            growth, sizes, generators (comma-separated); the report is not written
 #   --json FILE            where the results go (default docs/bench-scale.json)
 #   --pg VERSION           16-18 (debug_io_direct exists from 16 on; default 18, whose uuidv7()
@@ -25,7 +26,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-shared=4MB multiple=20 cap=900 sizes=200000,632000,2000000 reps=5 only="" pg=18
+shared=4MB multiple=20 cap=900 sizes=200000,632000,2000000 reps=5 rekey_reps=2 only="" pg=18
 json="$ROOT/docs/bench-scale.json"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -34,10 +35,11 @@ while [ $# -gt 0 ]; do
         --cap) cap=$2 ;;
         --sizes) sizes=$2 ;;
         --reps) reps=$2 ;;
+        --rekey-reps) rekey_reps=$2 ;;
         --only) only=$2 ;;
         --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
@@ -92,7 +94,7 @@ done
 PYTHONPATH="$pydeps" python3 "$ROOT/bench/scale.py" \
     --disk "$base/disk:55548:$(dirname "$cfg")" --memory "$base/memory:55549:$(dirname "$cfg")" \
     --shared-buffers "$shared" --index-multiple "$multiple" --cap "$cap" --sizes "$sizes" \
-    --reps "$reps" --only "$only" --workdir "$base/work" \
+    --reps "$reps" --rekey-reps "$rekey_reps" --only "$only" --workdir "$base/work" \
     --settings "$(printf 'direct-I/O cluster: %s\n' "${disk[@]}"; printf 'ordinary cluster: %s\n' "${memory[@]}")" \
     --json "$json" &
 child=$!
