@@ -10,7 +10,7 @@ Two clusters of the same server:
   memory ordinary settings (shared_buffers 512MB), for the costs that are not about I/O.
 
 1. Growth (disk): one table per candidate, from empty, 4 sessions of single-row inserts (pgbench)
-   in windows, until the key's index is --index-multiple times shared_buffers (or --cap seconds
+   in windows, the candidates taking turns window by window, until the key's index is --index-multiple times shared_buffers (or --cap seconds
    pass); per window: rows per second, WAL bytes and full-page images per row, and blocks read
    from outside shared buffers per row (pg_statio_user_tables/indexes). Then a COPY of the same
    number of rows into an empty table per candidate, the key from its default.
@@ -96,36 +96,46 @@ def relation_bytes(cl, name):
 # ---------------------------------------------------------------------------------------------
 # 1. Growth past shared buffers, then COPY
 
-def grow(cl, cand, target_bytes, window_rows, clients, cap, workdir):
-    key, label, type_, default = cand
-    t = f"grow_{key}"
-    cl.run(f"DROP TABLE IF EXISTS {t}")
-    cl.run(ddl(key, type_, default, t))
+def grow(cl, cands, target_bytes, window_rows, clients, cap, workdir):
+    """Grows one table per candidate, a window of `window_rows` rows at a time, the candidates
+    taking turns (in an order that rotates every round), so that the machine's drift over the run
+    falls on all of them alike; each stops once its key's index is `target_bytes` or it has spent
+    `cap` seconds."""
+    state = {}
+    for key, label, type_, default in cands:
+        t = f"grow_{key}"
+        cl.run(f"DROP TABLE IF EXISTS {t}")
+        cl.run(ddl(key, type_, default, t))
+        script = os.path.join(workdir, f"grow_{key}.sql")
+        with open(script, "w") as f:
+            f.write(f"INSERT INTO {t} (n) VALUES (1);\n")
+        state[key] = {"table": t, "label": label, "script": script, "rows": 0, "seconds": 0.0, "windows": []}
     cl.run("CHECKPOINT")
-    script = os.path.join(workdir, f"grow_{key}.sql")
-    with open(script, "w") as f:
-        f.write(f"INSERT INTO {t} (n) VALUES (1);\n")
-    windows, rows, started = [], 0, time.monotonic()
     per_client = max(1, window_rows // clients)
-    while True:
-        counters = Counters(cl, t)
-        t0 = time.monotonic()
-        processed, _ = pgbench(cl, script, clients, ["-t", str(per_client)])
-        seconds = time.monotonic() - t0
-        wal, fpi, reads = counters.since()
-        rows += processed
-        index = relation_bytes(cl, f"{t}_pkey")
-        windows.append({
-            "rows": rows, "index_bytes": index, "heap_bytes": relation_bytes(cl, t),
-            "rows_per_s": processed / seconds, "wal_bytes_per_row": wal / processed,
-            "fpi_per_row": fpi / processed, "blocks_read_per_row": reads / processed,
-        })
-        log(f"growth · {label} · {rows:,} rows, index {index / 2**20:.1f} MiB, "
-            f"{processed / seconds:,.0f} rows/s, {reads / processed:.2f} blocks read/row")
-        if index >= target_bytes:
-            return {"reached": True, "seconds": time.monotonic() - started, "windows": windows}
-        if time.monotonic() - started > cap:
-            return {"reached": False, "seconds": time.monotonic() - started, "windows": windows}
+    out, round_ = {}, 0
+    while len(out) < len(cands):
+        active = [c[0] for c in cands if c[0] not in out]
+        for key in active[round_ % len(active):] + active[:round_ % len(active)]:
+            st = state[key]
+            counters = Counters(cl, st["table"])
+            t0 = time.monotonic()
+            processed, _ = pgbench(cl, st["script"], clients, ["-t", str(per_client)])
+            seconds = time.monotonic() - t0
+            wal, fpi, reads = counters.since()
+            st["rows"] += processed
+            st["seconds"] += seconds
+            index = relation_bytes(cl, f"{st['table']}_pkey")
+            st["windows"].append({
+                "rows": st["rows"], "index_bytes": index, "heap_bytes": relation_bytes(cl, st["table"]),
+                "rows_per_s": processed / seconds, "wal_bytes_per_row": wal / processed,
+                "fpi_per_row": fpi / processed, "blocks_read_per_row": reads / processed,
+            })
+            log(f"growth · {st['label']} · {st['rows']:,} rows, index {index / 2**20:.1f} MiB, "
+                f"{processed / seconds:,.0f} rows/s, {reads / processed:.2f} blocks read/row")
+            if index >= target_bytes or st["seconds"] > cap:
+                out[key] = {"reached": index >= target_bytes, "seconds": st["seconds"], "windows": st["windows"]}
+        round_ += 1
+    return out
 
 
 def copy(cl, cand, rows, workdir):
@@ -366,13 +376,12 @@ def main():
                           "FROM pg_settings WHERE name = 'shared_buffers'"))
     out = {"server": disk.version, "machine": machine(), "shared_buffers": a.shared_buffers,
            "shared_buffers_bytes": shared, "io_direct": disk.one("SHOW debug_io_direct"),
-           "settings": a.settings.splitlines(), "clients": a.clients, "index_multiple": a.index_multiple}
+           "settings": a.settings.splitlines(), "clients": a.clients, "index_multiple": a.index_multiple,
+           "window_rows": a.window_rows}
     started = time.monotonic()
     if want("growth"):
-        growth, copies = {}, {}
-        for cand in CANDIDATES:
-            growth[cand[0]] = grow(disk, cand, a.index_multiple * shared, a.window_rows, a.clients, a.cap,
-                                   a.workdir)
+        copies = {}
+        growth = grow(disk, CANDIDATES, a.index_multiple * shared, a.window_rows, a.clients, a.cap, a.workdir)
         # As many rows as the table that reached the target first in rows (a random key's, whose
         # index is the largest per row) holds, for every candidate.
         rows = min(g["windows"][-1]["rows"] for g in growth.values())
