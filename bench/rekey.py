@@ -202,7 +202,7 @@ def bare_procedure(shape):
     for fk in SHAPES[shape]["foreign_keys"]:
         m = re.fullmatch(r"ALTER TABLE (\w+) ADD FOREIGN KEY \((\w+)\) REFERENCES parent \{action\}", fk)
         table, column = m.groups()
-        rewrites.append(f"UPDATE {table} SET {column} = m.new FROM unnest(olds, news) m(old, new) "
+        rewrites.append(f"UPDATE {table} SET {column} = m.new FROM ROWS FROM (pg_catalog.unnest(olds), pg_catalog.unnest(news)) m(old, new) "
                         f"WHERE {column} = m.old;")
     return f"""
         CREATE PROCEDURE bare_rekey(batch_size integer) LANGUAGE plpgsql AS $$
@@ -212,14 +212,14 @@ def bare_procedure(shape):
             news uuid[];
         BEGIN
             LOOP
-                SELECT array_agg(w.id ORDER BY w.id), array_agg(uuidv7_at(w.created_at) ORDER BY w.id)
+                SELECT pg_catalog.array_agg(w.id ORDER BY w.id), pg_catalog.array_agg(public.uuidv7_at(w.created_at) ORDER BY w.id)
                   INTO olds, news
                   FROM (SELECT id, created_at FROM parent
-                         WHERE id > high_water AND uuid_extract_version(id) = 4
+                         WHERE id > high_water AND public.uuid_extract_version(id) = 4
                          ORDER BY id LIMIT batch_size FOR UPDATE) w;
                 EXIT WHEN olds IS NULL;
                 {" ".join(rewrites)}
-                UPDATE parent SET id = m.new FROM unnest(olds, news) m(old, new) WHERE id = m.old;
+                UPDATE parent SET id = m.new FROM ROWS FROM (pg_catalog.unnest(olds), pg_catalog.unnest(news)) m(old, new) WHERE id = m.old;
                 high_water := olds[array_length(olds, 1)];
                 COMMIT;
             END LOOP;

@@ -282,12 +282,15 @@ def rekey_once(cl, src, rows, method, batch_size):
     cl.run(f"DROP DATABASE IF EXISTS {db}")
     cl.run(f"CREATE DATABASE {db} TEMPLATE {src} STRATEGY FILE_COPY")
     with rekey.connect(dsn, db) as c:
+        # Both copies validate the foreign key, which reads the child and the parent's key into
+        # shared buffers, so that both start from the same cache; the bare loop then drops it.
+        for fk in rekey.SHAPES["one_column"]["foreign_keys"]:
+            c.execute(fk.format(action=""))
         if method == "bare":
+            c.execute("ALTER TABLE child DROP CONSTRAINT child_parent_id_fkey")
             c.execute(rekey.bare_procedure("one_column"))
             c.execute("ALTER TABLE parent ALTER COLUMN id SET DEFAULT uuidv7()")
         else:
-            for fk in rekey.SHAPES["one_column"]["foreign_keys"]:
-                c.execute(fk.format(action=""))
             c.execute("SELECT rekey_switch_default('parent')")
         c.execute("CHECKPOINT")
     cl.wait_gone()
@@ -302,10 +305,12 @@ def rekey_once(cl, src, rows, method, batch_size):
         seconds = time.monotonic() - started
         left = rekey.one(c, "SELECT count(*) FROM parent WHERE uuid_extract_version(id) <> 7")
         assert left == 0, f"{method}: {left} keys not rekeyed"
+        size = rekey.one(c, "SELECT pg_database_size(current_database())")
     cl.wait_gone([pid])
     wal, fpi = cl.wal_since(mark)
     out = {"seconds": seconds, "keys_per_second": rows / seconds, "wal_bytes_per_key": wal / rows,
-           "fpi_per_key": fpi / rows, "blocks_read_per_key": (blocks_read(cl, db) - read0) / rows}
+           "fpi_per_key": fpi / rows, "blocks_read_per_key": (blocks_read(cl, db) - read0) / rows,
+           "database_bytes": size}
     log(f"rekey · {rows:,} parents · {method}: {rows / seconds:,.0f} keys/s, {wal / rows:,.0f} WAL bytes, "
         f"{fpi / rows:.3f} full-page images, {out['blocks_read_per_key']:.2f} blocks read per key")
     cl.run(f"DROP DATABASE {db}")
@@ -332,10 +337,11 @@ GENERATORS = [
 def generators(cl, sessions, seconds, reps, workdir):
     cl.run("DROP SEQUENCE IF EXISTS scale_calls")
     cl.run("CREATE SEQUENCE scale_calls")
-    out = {k: {str(n): [] for n in sessions} for k, _ in GENERATORS}
+    gens = [g for g in GENERATORS if cl.major >= 18 or g[0] != "uuidv7_pg18"]
+    out = {k: {str(n): [] for n in sessions} for k, _ in gens}
     for r in range(reps):
         for n in sessions:
-            for key, call in GENERATORS:
+            for key, call in gens:
                 script = os.path.join(workdir, f"gen_{key}.sql")
                 with open(script, "w") as f:
                     f.write(f"SELECT count({call}) FROM generate_series(1, 1000);\n")
@@ -368,6 +374,8 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--settings", default="", help="the clusters' settings, one per line (for the report)")
     p.add_argument("--json", required=True)
+    p.add_argument("--merge", action="store_true",
+                   help="keep the sections of --json that --only leaves out, each with its own run's date")
     a = p.parse_args()
     only = {w for w in a.only.split(",") if w}
     want = lambda w: not only or w in only
@@ -378,17 +386,30 @@ def main():
            "shared_buffers_bytes": shared, "io_direct": disk.one("SHOW debug_io_direct"),
            "settings": a.settings.splitlines(), "clients": a.clients, "index_multiple": a.index_multiple,
            "window_rows": a.window_rows}
+    # 18's own uuidv7() is a candidate only where it exists.
+    cands = [c for c in CANDIDATES if disk.major >= 18 or c[0] != "uuidv7_pg18"]
+    if a.merge and os.path.exists(a.json):
+        # The sections not run now are kept from the file, each with the date and time of its run.
+        with open(a.json) as f:
+            kept = json.load(f)
+        for section in ("growth", "sizes", "generators"):
+            if not want(section) and section in kept:
+                out[section] = kept[section]
+                if section == "growth":
+                    out["copy"] = kept["copy"]
+                out[f"{section}_run"] = kept.get(f"{section}_run", {"date": kept.get("date"),
+                                                                      "seconds": kept.get("seconds")})
     started = time.monotonic()
     if want("growth"):
         copies = {}
-        growth = grow(disk, CANDIDATES, a.index_multiple * shared, a.window_rows, a.clients, a.cap, a.workdir)
+        growth = grow(disk, cands, a.index_multiple * shared, a.window_rows, a.clients, a.cap, a.workdir)
         # As many rows as the table that reached the target first in rows (a random key's, whose
         # index is the largest per row) holds, for every candidate.
         rows = min(g["windows"][-1]["rows"] for g in growth.values())
         for _ in range(a.copy_reps):
-            for cand in CANDIDATES:
+            for cand in cands:
                 copies.setdefault(cand[0], []).append(copy(disk, cand, rows, a.workdir))
-        for cand in CANDIDATES:
+        for cand in cands:
             disk.run(f"DROP TABLE grow_{cand[0]}")
         out["growth"] = growth
         out["copy"] = copies
@@ -406,6 +427,10 @@ def main():
     if want("generators"):
         out["generators"] = generators(memory, [1, 2, 4, 8], a.gen_seconds, a.gen_reps, a.workdir)
     out["seconds"] = time.monotonic() - started
+    out["date"] = time.strftime("%Y-%m-%d", time.gmtime())
+    for section in ("growth", "sizes", "generators"):
+        if want(section):
+            out[f"{section}_run"] = {"date": out["date"], "seconds": out["seconds"]}
     with open(a.json, "w") as f:
         json.dump(out, f, indent=1)
     log(f"done in {out['seconds'] / 60:.1f} minutes: {a.json}")

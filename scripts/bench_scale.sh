@@ -13,7 +13,8 @@
 #   --sizes LIST           row counts of the size-dependent costs (default 200000,632000,2000000)
 #   --reps N               repetitions of CREATE INDEX (half, at least 3; default 5)
 #   --rekey-reps N         rekeys of each size by rekey_run and by the bare loop (default 2)
-#   --only LIST            growth, sizes, generators (comma-separated); the report is not written
+#   --only LIST            growth, sizes, generators (comma-separated): runs those and keeps the
+#                          others' results from the JSON file (each section says which run it is)
 #   --json FILE            where the results go (default docs/bench-scale.json)
 #   --pg VERSION           16-18 (debug_io_direct exists from 16 on; default 18, whose uuidv7()
 #                          is a candidate)
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
     esac
     shift 2
 done
-case $pg in 16 | 17 | 18) ;; *) die "--pg must be 16-18 (debug_io_direct)" ;; esac
+case $pg in 16 | 17 | 18) ;; *) die "--pg must be 16-18 (debug_io_direct; 18's own uuidv7() is a candidate only on 18)" ;; esac
 
 started=$(date +%s)
 "$ROOT/scripts/setup.sh" "$pg"
@@ -94,13 +95,13 @@ done
 PYTHONPATH="$pydeps" python3 "$ROOT/bench/scale.py" \
     --disk "$base/disk:55548:$(dirname "$cfg")" --memory "$base/memory:55549:$(dirname "$cfg")" \
     --shared-buffers "$shared" --index-multiple "$multiple" --cap "$cap" --sizes "$sizes" \
-    --reps "$reps" --rekey-reps "$rekey_reps" --only "$only" --workdir "$base/work" \
+    --reps "$reps" --rekey-reps "$rekey_reps" --only "$only" --merge --workdir "$base/work" \
     --settings "$(printf 'direct-I/O cluster: %s\n' "${disk[@]}"; printf 'ordinary cluster: %s\n' "${memory[@]}")" \
     --json "$json" &
 child=$!
 wait "$child"
 child=""
-if [ -z "$only" ] && [ "$json" = "$ROOT/docs/bench-scale.json" ]; then
+if [ "$json" = "$ROOT/docs/bench-scale.json" ]; then
     PYTHONPATH="$pydeps" python3 "$ROOT/bench/report.py" "$ROOT/docs/benchmarks.json" "$ROOT/docs" >/dev/null
 fi
 log "scale benchmark finished in $(($(date +%s) - started)) s: $json"
