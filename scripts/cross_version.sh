@@ -131,6 +131,14 @@ upgrade() {
     local from_cfg
     from_cfg=$(pg_config_of "$1")
     cluster_stop "$from_cfg" "$2"
+    # cluster_stop gives up quietly after pg_ctl's 60 s; pg_upgrade needs the source stopped, so
+    # wait for it on a loaded machine rather than fail on a server still shutting down.
+    local waited=0
+    while [ -f "$2/data/postmaster.pid" ]; do
+        [ $waited -lt 240 ] || die "the PostgreSQL $1 server in $2 did not stop within 120 s"
+        sleep 0.5
+        waited=$((waited + 1))
+    done
     cluster_init "$new_cfg" "$3" "$4"
     # pg_upgrade writes its sockets into the working folder and its logs into the new cluster.
     if (cd "$base" && as_pg_user "$new_bin/pg_upgrade" -U postgres -b "$("$from_cfg" --bindir)" \
