@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# clients_test.sh VERSION [PORT]: the client adapters of docs/clients.md against PostgreSQL VERSION.
+# clients_test.sh VERSION [PORT]: the client adapters of docs/clients.md and the ORM integrations
+# of docs/frameworks.md against PostgreSQL VERSION.
 #
-# Extracts the adapter files marked on the page (tests/clients/extract.py), so the tests run
-# exactly what users copy, starts a throwaway cluster on 127.0.0.1:PORT (default 55640), and runs,
-# each with its drivers pinned and installed into the download cache ($CACHE/clients/; a second
-# run downloads nothing):
+# Extracts the files marked on the two pages (tests/clients/extract.py), so the tests run exactly
+# what users copy, starts a throwaway cluster on 127.0.0.1:PORT (default 55640), and runs, each
+# with its packages pinned and installed into the download cache ($CACHE/clients/; a second run
+# downloads nothing):
 #   Python   tests/clients/python  psycopg 3 + pymongo's bson   (pip install --target)
 #   Node.js  tests/clients/node    pg + bson                    (npm ci --prefix, from the lock file)
 #   Rust     tests/clients/rust    postgres + bson              (cargo, its own Cargo.lock and target)
+#   Django, SQLAlchemy + Alembic   tests/frameworks/{django,sqlalchemy}, integrations/{django,sqlalchemy}
+#                                  (the same Python packages folder)
+#   Drizzle, Kysely                tests/frameworks/node, integrations/node (npm ci, its own lock file)
 # pg_objectid must already be installed in that server (scripts/test.sh installs it first). Runs
 # all three even when one fails; exits non-zero if any did.
 set -euo pipefail
@@ -37,18 +41,30 @@ pip_target "$clients/python/requirements.txt" "$python_deps"
 
 # Node.js: exactly the versions of the committed lock file (which names no registry host: npm
 # fetches from the one it is configured with, and checks each package's integrity hash).
+npm_deps() {
+    local from=$1 to=$2
+    if pins_changed "$from/package-lock.json" "$to/package-lock.json"; then
+        log "installing the Node.js packages of ${from#"$ROOT"/} into $to"
+        rm -rf "$to"
+        mkdir -p "$to"
+        cp "$from/package.json" "$from/package-lock.json" "$to/"
+        npm ci --prefix "$to" --no-audit --no-fund --loglevel=error >/dev/null
+    fi
+}
 node_deps="$deps/node"
-if pins_changed "$clients/node/package-lock.json" "$node_deps/package-lock.json"; then
-    log "installing the Node.js drivers into $node_deps"
-    rm -rf "$node_deps"
-    mkdir -p "$node_deps"
-    cp "$clients/node/package.json" "$clients/node/package-lock.json" "$node_deps/"
-    npm ci --prefix "$node_deps" --no-audit --no-fund --loglevel=error >/dev/null
-fi
+npm_deps "$clients/node" "$node_deps"
+frameworks="$ROOT/tests/frameworks"
+frameworks_node_deps="$deps/frameworks-node"
+npm_deps "$frameworks/node" "$frameworks_node_deps"
 
 log "extracting the adapters of docs/clients.md into $adapters"
 python3 "$clients/extract.py" "$ROOT/docs/clients.md" "$adapters" \
     objectid_psycopg.py objectid_pg.js objectid_postgres.rs >/dev/null
+framework_files="$deps/framework-files"
+log "extracting the recipes of docs/frameworks.md into $framework_files"
+python3 "$clients/extract.py" "$ROOT/docs/frameworks.md" "$framework_files" \
+    models.py 0001_initial.py shop_sqlalchemy.py 0001_shop.py drizzle_schema.js kysely_migrations.js >/dev/null
+export PG_OBJECTID_FRAMEWORK_FILES="$framework_files"
 
 # Rust: built before the server starts; the first build takes a minute or two, later ones
 # only recompile the adapter when the page changes.
@@ -85,6 +101,15 @@ run "Node.js: pg + bson" env NODE_PATH="$node_deps/node_modules" \
 # shellcheck disable=SC2016  # $1 and $2 are expanded by the inner bash, which gets them as arguments
 run "Rust: postgres + bson" \
     bash -c 'cd "$1" && CARGO_TARGET_DIR="$2" cargo test --locked' _ "$clients/rust" "$rust_target"
+integrations="$ROOT/integrations"
+run "Django" env PYTHONPATH="$integrations/django:$adapters:$python_deps" PYTHONDONTWRITEBYTECODE=1 \
+    python3 "$frameworks/django/test_django.py" -v
+run "SQLAlchemy + Alembic" env PYTHONPATH="$integrations/sqlalchemy:$framework_files:$adapters:$python_deps" \
+    PYTHONDONTWRITEBYTECODE=1 python3 "$frameworks/sqlalchemy/test_sqlalchemy.py" -v
+# NODE_PATH: the pinned packages, the integrations (require('pg-objectid-drizzle')) and the
+# page's recipes, which require them.
+run "Drizzle + Kysely" env NODE_PATH="$frameworks_node_deps/node_modules:$integrations/node" \
+    node --test "$frameworks/node/drizzle.test.js" "$frameworks/node/kysely.test.js"
 
 if grep -E "terminated by signal|server process .* was terminated" "$dir/server.log" >&2; then
     echo "a server process crashed; see $dir/server.log" >&2

@@ -1,0 +1,65 @@
+'use strict'
+// Kysely (PostgresDialect, node-postgres) and pg_objectid: the column type and defaults for the
+// schema builder and migrations, the creation time of an id as a query expression, and a plugin
+// that sends bson ObjectIds as the text the server reads.
+//
+//   const { objectIdType, genObjectId, objectIdTimestamp, ObjectIdPlugin } = require('pg-objectid-kysely')
+//   await db.schema.createTable('orders')
+//     .addColumn('id', objectIdType, (c) => c.primaryKey().defaultTo(genObjectId())).execute()
+//   db.selectFrom('orders').selectAll().where(objectIdTimestamp('orders.id'), '>=', since)
+const { OperationNodeTransformer, sql } = require('kysely')
+
+// The column type, for addColumn / alterColumn: `objectid`.
+const objectIdType = sql`objectid`
+// `DEFAULT gen_objectid()`: the server-wide generator makes the key.
+const genObjectId = () => sql`gen_objectid()`
+// `DEFAULT uuidv7()`, for uuid columns: PostgreSQL 18's own, pg_objectid's on 13-17.
+const uuidv7 = () => sql`uuidv7()`
+// `gen_objectid_at(t)`: a new unique id carrying time t, for backfills and imports.
+const genObjectIdAt = (when) => sql`gen_objectid_at(${when}::timestamptz)`
+// `objectid_timestamp(col)`: the id's creation time. Compared with a time, pg_objectid's planner
+// answers it from the column's index. `column` is a reference such as 'orders.id'.
+const objectIdTimestamp = (column) => sql`objectid_timestamp(${sql.ref(column)})`
+
+// For migrations: pg_objectid is trusted, so the database's owner may create it.
+const createObjectIdExtension = (db) => sql`CREATE EXTENSION IF NOT EXISTS pg_objectid`.execute(db)
+const dropObjectIdExtension = (db) => sql`DROP EXTENSION IF EXISTS pg_objectid`.execute(db)
+
+// bson's ObjectId, recognised by its shape so that any copy of the bson package will do.
+function isObjectId(value) {
+  return Boolean(value) && typeof value.toHexString === 'function' && value.id instanceof Uint8Array && value.id.length === 12
+}
+
+// Replaces every ObjectId among a query's values with its 24 hex digits: node-postgres would
+// otherwise send the object as JSON.
+class ObjectIdTransformer extends OperationNodeTransformer {
+  transformValue(node) {
+    return isObjectId(node.value) ? { ...node, value: node.value.toHexString() } : super.transformValue(node)
+  }
+
+  transformPrimitiveValueList(node) {
+    const values = node.values.map((v) => (isObjectId(v) ? v.toHexString() : v))
+    return super.transformPrimitiveValueList({ ...node, values })
+  }
+}
+
+class ObjectIdPlugin {
+  transformQuery(args) {
+    return new ObjectIdTransformer().transformNode(args.node)
+  }
+
+  async transformResult(args) {
+    return args.result
+  }
+}
+
+module.exports = {
+  objectIdType,
+  genObjectId,
+  genObjectIdAt,
+  uuidv7,
+  objectIdTimestamp,
+  createObjectIdExtension,
+  dropObjectIdExtension,
+  ObjectIdPlugin,
+}
