@@ -11,7 +11,8 @@
 #   Rust     tests/clients/rust    postgres + bson              (cargo, its own Cargo.lock and target)
 #   Django, SQLAlchemy + Alembic   tests/frameworks/{django,sqlalchemy}, integrations/{django,sqlalchemy}
 #                                  (the same Python packages folder)
-#   Drizzle, Kysely                tests/frameworks/node, integrations/node (npm ci, its own lock file)
+#   Drizzle, Kysely                tests/frameworks/node, integrations/node (npm ci, its own lock file),
+#                                  and their TypeScript declarations (tsc --noEmit on types.ts)
 # pg_objectid must already be installed in that server (scripts/test.sh installs it first). Runs
 # all three even when one fails; exits non-zero if any did.
 set -euo pipefail
@@ -110,6 +111,23 @@ run "SQLAlchemy + Alembic" env PYTHONPATH="$integrations/sqlalchemy:$framework_f
 # page's recipes, which require them.
 run "Drizzle + Kysely" env NODE_PATH="$frameworks_node_deps/node_modules:$integrations/node" \
     node --test "$frameworks/node/drizzle.test.js" "$frameworks/node/kysely.test.js"
+# The declarations (index.d.ts) as an application's TypeScript sees them: the two packages in a
+# node_modules beside the pinned ones, found through their package.json "types".
+typecheck="$frameworks_node_deps/typecheck"
+rm -rf "$typecheck"
+mkdir -p "$typecheck/node_modules"
+cp -r "$integrations/node/pg-objectid-drizzle" "$integrations/node/pg-objectid-kysely" "$typecheck/node_modules/"
+cp "$frameworks/node/types.ts" "$typecheck/"
+cat >"$typecheck/tsconfig.json" <<'JSON'
+{
+  "compilerOptions": {
+    "strict": true, "noEmit": true, "target": "es2022", "module": "preserve",
+    "moduleResolution": "bundler", "skipLibCheck": true, "types": []
+  },
+  "files": ["types.ts"]
+}
+JSON
+run "TypeScript declarations" node "$frameworks_node_deps/node_modules/typescript/bin/tsc" -p "$typecheck"
 
 if grep -E "terminated by signal|server process .* was terminated" "$dir/server.log" >&2; then
     echo "a server process crashed; see $dir/server.log" >&2
