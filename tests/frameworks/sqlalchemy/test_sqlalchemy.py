@@ -281,6 +281,46 @@ class SQLAlchemyTest(unittest.TestCase):
         with Session(self.engine) as s:
             self.assertEqual(s.scalar(select(func.count()).select_from(Customer)), 0)
 
+    def test_results_in_binary(self):
+        # psycopg cursors that ask for binary results: objectid arrives as its 12 bytes, or with
+        # clients.md's adapter as bson.ObjectId; the type reads both.
+        from psycopg.types import TypeInfo
+
+        from objectid_psycopg import register_objectid
+
+        class BinaryCursor(psycopg.Cursor):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.format = psycopg.pq.Format.BINARY
+
+        for adapter in (False, True):
+            with self.subTest(adapter=adapter):
+                engine = create_engine(url())
+
+                @event.listens_for(engine, "connect")
+                def binary(dbapi_connection, _record, adapter=adapter):
+                    dbapi_connection.cursor_factory = BinaryCursor
+                    if adapter:
+                        register_objectid(TypeInfo.fetch(dbapi_connection, "objectid"), dbapi_connection)
+
+                try:
+                    with Session(engine) as s:
+                        customer = Customer(name=f"binary-{adapter}")
+                        s.add(customer)
+                        s.commit()
+                        self.assertIsInstance(customer.id, ObjectId)
+                        raw = s.connection().exec_driver_sql(
+                            "SELECT id FROM customers WHERE name = %(n)s", {"n": customer.name}
+                        ).scalar_one()
+                        self.assertIsInstance(raw, ObjectId if adapter else bytes)  # binary indeed
+                        s.expire_all()
+                        self.assertEqual(s.get(Customer, customer.id).name, customer.name)
+                        self.assertEqual(
+                            s.scalars(select(Customer.id).where(Customer.id.created >= T0)).all().count(customer.id), 1
+                        )
+                finally:
+                    engine.dispose()
+
     def test_with_the_psycopg_adapter_registered(self):
         # docs/clients.md's adapter makes psycopg read objectid as bson.ObjectId itself.
         from psycopg.types import TypeInfo
