@@ -64,7 +64,8 @@ python3 "$clients/extract.py" "$ROOT/docs/clients.md" "$adapters" \
 framework_files="$deps/framework-files"
 log "extracting the recipes of docs/frameworks.md into $framework_files"
 python3 "$clients/extract.py" "$ROOT/docs/frameworks.md" "$framework_files" \
-    models.py 0001_initial.py shop_sqlalchemy.py 0001_shop.py drizzle_schema.js kysely_migrations.js >/dev/null
+    models.py 0001_initial.py shop_sqlalchemy.py env.py 0001_shop.py drizzle_schema.js \
+    kysely_migrations.js >/dev/null
 export PG_OBJECTID_FRAMEWORK_FILES="$framework_files"
 
 # Rust: built before the server starts; the first build takes a minute or two, later ones

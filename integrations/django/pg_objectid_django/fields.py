@@ -69,6 +69,17 @@ class ObjectIdFormField(forms.CharField):
             raise exceptions.ValidationError(self.error_messages["invalid"], code="invalid")
         return hex_
 
+    def has_changed(self, initial, data):
+        # Compared as text: an initial bson.ObjectId never equals the submitted string.
+        if self.disabled:
+            return False
+        try:
+            data = self.to_python(data)
+        except exceptions.ValidationError:
+            return True
+        initial = _hex(initial) if initial not in self.empty_values else None
+        return initial != data
+
     def clean(self, value):
         # CharField's checks (required, length) on the text; the field's type after them.
         hex_ = super().clean(value)

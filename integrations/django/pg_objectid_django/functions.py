@@ -53,6 +53,8 @@ class ObjectIdTimestamp(models.Func):
 
     function = "objectid_timestamp"
     arity = 1
+    # The argument typed, so that exactly objectid_timestamp(objectid) is called, even for a value.
+    template = "%(function)s(CAST(%(expressions)s AS objectid))"
     output_field = models.DateTimeField()
 
 

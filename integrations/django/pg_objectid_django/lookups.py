@@ -25,6 +25,9 @@ class Created(models.Transform):
 
     lookup_name = "created"
     function = "objectid_timestamp"
+    # The argument typed, so that exactly objectid_timestamp(objectid) is called whatever the
+    # transform is applied to; a cast of a column to its own type adds nothing to the plan.
+    template = "%(function)s(CAST(%(expressions)s AS objectid))"
     output_field = models.DateTimeField()
 
 
@@ -63,14 +66,25 @@ class CreatedDate(TruncDate):
 class _DayBounds(lookups.YearLookup):
     # YearLookup's as_sql, with a day's bounds instead of a year's: the first and the last
     # instant (to the microsecond) of the date in the current time zone, computed as Django's
-    # year_lookup_bounds_for_datetime_field computes a year's.
+    # year_lookup_bounds_for_datetime_field computes a year's, except for the last one.
     def year_lookup_bounds(self, connection, day):
         first = datetime.datetime.combine(day, datetime.time.min)
-        last = datetime.datetime.combine(day, datetime.time.max)
+        after = first + datetime.timedelta(days=1) if day < datetime.date.max else None
         if settings.USE_TZ:
             tz = timezone.get_current_timezone()
             first = timezone.make_aware(first, tz)
-            last = timezone.make_aware(last, tz)
+            if after is not None:
+                # The next day's first instant, in UTC, so that the microsecond subtracted below
+                # is one of real time: where a zone sets its clocks back at midnight (Cairo,
+                # Santiago, Beirut ...), 23:00-23:59 happens twice, and "23:59:59.999999" read as
+                # a wall-clock time would be the first of the two, leaving the second hour out.
+                after = timezone.make_aware(after, tz).astimezone(datetime.UTC)
+        if after is not None:
+            last = after - datetime.timedelta(microseconds=1)
+        else:
+            last = datetime.datetime.combine(day, datetime.time.max)
+            if settings.USE_TZ:
+                last = timezone.make_aware(last, tz)
         return [
             connection.ops.adapt_datetimefield_value(first),
             connection.ops.adapt_datetimefield_value(last),

@@ -19,7 +19,7 @@ const uuidv7 = () => sql`uuidv7()`
 const genObjectIdAt = (when) => sql`gen_objectid_at(${when}::timestamptz)`
 // `objectid_timestamp(col)`: the id's creation time. Compared with a time, pg_objectid's planner
 // answers it from the column's index. `column` is a reference such as 'orders.id'.
-const objectIdTimestamp = (column) => sql`objectid_timestamp(${sql.ref(column)})`
+const objectIdTimestamp = (column) => sql`objectid_timestamp(${sql.ref(column)}::objectid)`
 
 // For migrations: pg_objectid is trusted, so the database's owner may create it.
 const createObjectIdExtension = (db) => sql`CREATE EXTENSION IF NOT EXISTS pg_objectid`.execute(db)
@@ -34,7 +34,12 @@ function isObjectId(value) {
 // otherwise send the object as JSON.
 class ObjectIdTransformer extends OperationNodeTransformer {
   transformValue(node) {
-    return isObjectId(node.value) ? { ...node, value: node.value.toHexString() } : super.transformValue(node)
+    if (isObjectId(node.value)) return { ...node, value: node.value.toHexString() }
+    // An array value (for `= any(...)`), one level deep as node-postgres sends arrays.
+    if (Array.isArray(node.value) && node.value.some(isObjectId)) {
+      return { ...node, value: node.value.map((v) => (isObjectId(v) ? v.toHexString() : v)) }
+    }
+    return super.transformValue(node)
   }
 
   transformPrimitiveValueList(node) {

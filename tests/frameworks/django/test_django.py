@@ -30,9 +30,13 @@ def _dsn_parts():
     return dict(part.split("=", 1) for part in dsn.split())
 
 
+def _dsn(dbname, user=None):
+    parts = {**_dsn_parts(), **({"user": user} if user else {})}
+    return " ".join(f"{k}={v}" for k, v in parts.items()) + f" dbname={dbname}"
+
+
 def _admin():
-    parts = _dsn_parts()
-    return psycopg.connect(" ".join(f"{k}={v}" for k, v in parts.items()) + " dbname=postgres", autocommit=True)
+    return psycopg.connect(_dsn("postgres"), autocommit=True)
 
 
 def _setup_database_and_project():
@@ -258,11 +262,54 @@ class DjangoTest(unittest.TestCase):
                 ids(Order.objects.filter(id__created__date=day)),
                 expect(lambda t: t.astimezone(tokyo).date() == day),
             )
-        # Through a foreign key: the orders of customers created since a time.
+        # Through a foreign key: orders whose customer was created since a time (a join on the
+        # customer's key, whose index answers the condition).
+        customer = Customer.objects.get()
         self.assertEqual(
-            Customer.objects.filter(id__created__gte=since).count(),
-            1 if Customer.objects.get().pk.generation_time >= since else 0,
+            ids(Order.objects.filter(customer__id__created__lte=customer.pk.generation_time)), sorted(by_id)
         )
+        self.assertEqual(ids(Order.objects.filter(customer__id__created__gt=customer.pk.generation_time)), [])
+
+    def test_dates_in_zones_that_change_their_clocks_at_midnight(self):
+        # America/Santiago sets its clocks back at midnight ending 2025-04-05 (23:00-23:59 happen
+        # twice) and forward at midnight starting 2025-09-07 (00:00-00:59 do not happen).
+        import zoneinfo
+
+        from django.utils import timezone
+
+        zone = zoneinfo.ZoneInfo("America/Santiago")
+        start = datetime.datetime(2025, 4, 4, tzinfo=datetime.UTC)
+        times = [start + datetime.timedelta(minutes=10 * i) for i in range(3 * 144)]
+        start = datetime.datetime(2025, 9, 6, tzinfo=datetime.UTC)
+        times += [start + datetime.timedelta(minutes=10 * i) for i in range(3 * 144)]
+        by_id = dict(zip(self._orders_at(times), times))
+        with timezone.override(zone):
+            for day in [datetime.date(2025, 4, d) for d in (4, 5, 6)] + [datetime.date(2025, 9, d) for d in (6, 7, 8)]:
+                for lookup, pred in [
+                    ("", lambda d, day=day: d == day),
+                    ("__gt", lambda d, day=day: d > day),
+                    ("__gte", lambda d, day=day: d >= day),
+                    ("__lt", lambda d, day=day: d < day),
+                    ("__lte", lambda d, day=day: d <= day),
+                ]:
+                    with self.subTest(day=day, lookup=lookup):
+                        got = sorted(Order.objects.filter(**{f"id__created__date{lookup}": day}).values_list("id", flat=True))
+                        self.assertEqual(got, sorted(i for i, t in by_id.items() if pred(t.astimezone(zone).date())))
+
+    def test_reversing_leaves_an_extension_someone_else_installed(self):
+        call_command("migrate", "shop", "zero", verbosity=0)
+        with psycopg.connect(_dsn(DB, "postgres"), autocommit=True) as dba:
+            dba.execute("CREATE EXTENSION pg_objectid")  # owned by the superuser, not the app
+            try:
+                call_command("migrate", "shop", verbosity=0)
+                call_command("migrate", "shop", "zero", verbosity=0)
+                owner = dba.execute("SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'pg_objectid'").fetchall()
+                self.assertEqual(owner, [("postgres",)])
+                self.assertIsNone(dba.execute("SELECT to_regclass('shop_order')").fetchone()[0])
+            finally:
+                dba.execute("DROP EXTENSION IF EXISTS pg_objectid")
+        call_command("migrate", "shop", verbosity=0)
+        self.assertEqual(column("shop_order", "id"), ("objectid", "gen_objectid()"))
 
     def test_creation_time_lookups_use_the_primary_key(self):
         self._orders_at([T0 + datetime.timedelta(minutes=i) for i in range(2000)])
@@ -315,6 +362,11 @@ class DjangoTest(unittest.TestCase):
             with self.assertRaises(exceptions.ValidationError):
                 field.clean(bad)
         self.assertEqual(ObjectIdField(as_string=True).formfield().clean("507F1F77BCF86CD799439011"), "507f1f77bcf86cd799439011")
+        # An unchanged id is unchanged, whichever form the initial value has.
+        self.assertFalse(field.has_changed(ObjectId("507f1f77bcf86cd799439011"), "507F1F77BCF86CD799439011"))
+        self.assertTrue(field.has_changed(ObjectId("507f1f77bcf86cd799439011"), "507f1f77bcf86cd799439012"))
+        self.assertTrue(field.has_changed(None, "507f1f77bcf86cd799439011"))
+        self.assertFalse(field.has_changed(None, ""))
 
     # --- admin, serializers, the psycopg adapter -----------------------------------------------
 
@@ -389,7 +441,7 @@ class DjangoTest(unittest.TestCase):
             list(Order.objects.filter(id__created__date=datetime.date(2026, 3, 2)))
         self.assertRegex(
             queries[-1]["sql"],
-            r'objectid_timestamp\("shop_order"\."id"\) BETWEEN .*2026-03-02 00:00:00.* AND .*2026-03-02 23:59:59\.999999',
+            r'objectid_timestamp\(CAST\("shop_order"\."id" AS objectid\)\) BETWEEN .*2026-03-02 00:00:00.* AND .*2026-03-02 23:59:59\.999999',
         )
 
 

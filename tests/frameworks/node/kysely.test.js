@@ -8,7 +8,7 @@ const path = require('node:path')
 const { test, before, after } = require('node:test')
 const pg = require('pg')
 const { ObjectId } = require('bson')
-const { Kysely, PostgresDialect } = require('kysely')
+const { Kysely, PostgresDialect, sql } = require('kysely')
 const { Migrator } = require('kysely/migration')
 const { genObjectIdAt, objectIdTimestamp, ObjectIdPlugin } = require('pg-objectid-kysely')
 const { files, freshDatabase, explain, column, T0, minutes } = require('./setup')
@@ -63,6 +63,14 @@ test('rows inserted through Kysely get server-made ids that ascend', async () =>
   const asObjects = ids.slice(0, 3).map((h) => ObjectId.createFromHexString(h))
   const found = await db.selectFrom('orders').select('id').where('id', 'in', asObjects).orderBy('id').execute()
   assert.deepEqual(found.map((r) => r.id), ids.slice(0, 3))
+  // An array of ObjectIds as one value (= any(...)).
+  const anyOf = await db
+    .selectFrom('orders')
+    .select('id')
+    .where(sql`id = any(${asObjects}::objectid[])`)
+    .orderBy('id')
+    .execute()
+  assert.deepEqual(anyOf.map((r) => r.id), ids.slice(0, 3))
   const mine = new ObjectId()
   await db.insertInto('orders').values({ id: mine, customer_id: ObjectId.createFromHexString(customer.id), total: 1 }).execute()
   const row = await db.selectFrom('orders').selectAll().where('id', '=', mine).executeTakeFirstOrThrow()
@@ -119,7 +127,7 @@ test('creation-time queries use the primary key', async () => {
       .where(objectIdTimestamp('orders.id'), '<', minutes(60)),
   ]) {
     const compiled = query.compile()
-    assert.match(compiled.sql, /objectid_timestamp\("orders"\."id"\)/)
+    assert.match(compiled.sql, /objectid_timestamp\("orders"\."id"::objectid\)/)
     const plan = await explain(client, compiled.sql, compiled.parameters)
     assert.match(plan, /orders_pkey/, plan)
     assert.doesNotMatch(plan, /Seq Scan/, plan)
