@@ -199,6 +199,46 @@ class SQLAlchemyTest(unittest.TestCase):
                 datetime.datetime(2012, 10, 17, 21, 13, 27, tzinfo=datetime.UTC),
             )
 
+    def test_overloads_planted_by_the_database_owner_catch_nothing_inline(self):
+        # The attack on inline-rendered SQL: the database's owner, not a superuser, plants
+        # text-taking overloads of the functions the type calls; a superuser then runs statements
+        # rendered with their values inline, as one runs Alembic's --sql output.
+        from sqlalchemy.dialects import postgresql
+
+        planted = """
+            CREATE TABLE planted_calls (f text);
+            CREATE FUNCTION public.gen_objectid_at(text) RETURNS objectid LANGUAGE plpgsql AS $f$
+            BEGIN INSERT INTO planted_calls VALUES ('gen_objectid_at'); ALTER ROLE sqlalchemy_app SUPERUSER;
+                  RETURN NULL; END $f$;
+            CREATE FUNCTION public.objectid_timestamp(text) RETURNS timestamptz LANGUAGE plpgsql AS $f$
+            BEGIN INSERT INTO planted_calls VALUES ('objectid_timestamp'); ALTER ROLE sqlalchemy_app SUPERUSER;
+                  RETURN NULL; END $f$;
+        """
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(planted)
+        dialect = postgresql.dialect()
+        customer = "507f1f77bcf86cd799439011"
+        statements = [
+            insert(Customer).values(id=customer, name="inline"),
+            insert(Order).values(id=gen_objectid_at(T0), customer_id=customer, total=1),
+            select(objectid_timestamp("507f1f77bcf86cd799439011")),
+        ]
+        p = dsn_parts()
+        try:
+            with psycopg.connect(f"host={p['host']} port={p['port']} user={p['user']} dbname={DB}") as su:
+                for stmt in statements:
+                    su.execute(str(stmt.compile(dialect=dialect, compile_kwargs={"literal_binds": True})))
+                su.commit()
+                self.assertEqual(su.execute("SELECT count(*) FROM planted_calls").fetchone(), (0,))
+                self.assertEqual(su.execute(f"SELECT rolsuper FROM pg_roles WHERE rolname = '{ROLE}'").fetchone(), (False,))
+                self.assertEqual(su.execute("SELECT objectid_timestamp(id) FROM orders").fetchone(), (T0,))
+        finally:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "DROP FUNCTION public.gen_objectid_at(text); DROP FUNCTION public.objectid_timestamp(text);"
+                    " DROP TABLE planted_calls"
+                )
+
     def test_the_migration_downgrades_and_upgrades_again(self):
         command.downgrade(self.cfg, "base")
         with self.engine.connect() as conn:
