@@ -63,28 +63,58 @@ class CreatedDate(TruncDate):
     `__date`; compared with a date, it becomes a range of instants (below)."""
 
 
+def _zone():
+    # The zone __date uses: the current one, or with USE_TZ = False the connection's, which
+    # Django sets to TIME_ZONE.
+    return timezone.get_current_timezone() if settings.USE_TZ else timezone.get_default_timezone()
+
+
+def _repeated(wall, tz):
+    """Whether a wall-clock time happens twice in `tz` (clocks set back across it)."""
+    earlier, later = wall.replace(tzinfo=tz, fold=0), wall.replace(tzinfo=tz, fold=1)
+    return (
+        earlier.utcoffset() != later.utcoffset()
+        and earlier.astimezone(datetime.UTC).astimezone(tz).replace(tzinfo=None) == wall
+    )
+
+
 class _DayBounds(lookups.YearLookup):
     # YearLookup's as_sql, with a day's bounds instead of a year's: the first and the last
-    # instant (to the microsecond) of the date in the current time zone, computed as Django's
-    # year_lookup_bounds_for_datetime_field computes a year's, except for the last one.
+    # instant (to the microsecond) of the date in the zone __date uses. The instants of a date
+    # are one stretch of time, [its first instant, the next date's first instant), unless clocks
+    # were set back across one of the two midnights (St. John's did, from 00:01 to 23:01): then
+    # the date comes, goes and comes back, no range of the key can hold it, and the lookup keeps
+    # Django's own form, which compares the cast date and reads every row.
+    def as_sql(self, compiler, connection):
+        if self.rhs_is_direct_value() and self._split(self.rhs):
+            return super(lookups.YearLookup, self).as_sql(compiler, connection)
+        return super().as_sql(compiler, connection)
+
+    @staticmethod
+    def _split(day):
+        tz = _zone()
+        midnights = [datetime.datetime.combine(day, datetime.time.min)]
+        if day < datetime.date.max:
+            midnights.append(midnights[0] + datetime.timedelta(days=1))
+        return any(_repeated(m, tz) for m in midnights)
+
     def year_lookup_bounds(self, connection, day):
-        first = datetime.datetime.combine(day, datetime.time.min)
-        after = first + datetime.timedelta(days=1) if day < datetime.date.max else None
-        if settings.USE_TZ:
-            tz = timezone.get_current_timezone()
-            first = timezone.make_aware(first, tz)
-            if after is not None:
-                # The next day's first instant, in UTC, so that the microsecond subtracted below
-                # is one of real time: where a zone sets its clocks back at midnight (Cairo,
-                # Santiago, Beirut ...), 23:00-23:59 happens twice, and "23:59:59.999999" read as
-                # a wall-clock time would be the first of the two, leaving the second hour out.
-                after = timezone.make_aware(after, tz).astimezone(datetime.UTC)
-        if after is not None:
+        tz = _zone()
+        first = timezone.make_aware(datetime.datetime.combine(day, datetime.time.min), tz)
+        if day < datetime.date.max:
+            # The next date's first instant, in UTC, so that the microsecond subtracted is one
+            # of real time: where clocks are set back at midnight (Santiago, Cairo, Beirut),
+            # 23:00-23:59 happens twice, and "23:59:59.999999" read as a wall-clock time would
+            # be the first of the two, leaving the second hour out.
+            after = timezone.make_aware(
+                datetime.datetime.combine(day + datetime.timedelta(days=1), datetime.time.min), tz
+            ).astimezone(datetime.UTC)
             last = after - datetime.timedelta(microseconds=1)
         else:
-            last = datetime.datetime.combine(day, datetime.time.max)
-            if settings.USE_TZ:
-                last = timezone.make_aware(last, tz)
+            last = timezone.make_aware(datetime.datetime.combine(day, datetime.time.max), tz)
+        # Aware either way: with USE_TZ = False too, the bounds are instants of the zone the
+        # connection runs in, so a date that does not exist there (Apia skipped 2011-12-30)
+        # holds no instant rather than the next date's.
         return [
             connection.ops.adapt_datetimefield_value(first),
             connection.ops.adapt_datetimefield_value(last),

@@ -71,6 +71,6 @@ const genObjectIdAt = (when) => sql`gen_objectid_at(${when}::timestamptz)`
 // pg_objectid's planner answers it from the column's index.
 // The argument is cast, so that exactly objectid_timestamp(objectid) is called even for a value;
 // a column's cast to its own type adds nothing to the plan.
-const objectIdTimestamp = (column) => sql`objectid_timestamp(${column}::objectid)`.mapWith((v) => new Date(v))
+const objectIdTimestamp = (column) => sql`objectid_timestamp((${column})::objectid)`.mapWith((v) => new Date(v))
 
 module.exports = { objectId, objectIdString, genObjectId, genObjectIdAt, uuidv7, objectIdTimestamp, hexOf }

@@ -30,21 +30,25 @@ function isObjectId(value) {
   return Boolean(value) && typeof value.toHexString === 'function' && value.id instanceof Uint8Array && value.id.length === 12
 }
 
+// An ObjectId as its hex; an array (of any depth, as node-postgres sends nested arrays) with its
+// ObjectIds converted; anything else unchanged.
+function toHex(value) {
+  if (isObjectId(value)) return value.toHexString()
+  if (Array.isArray(value) && value.some((v) => isObjectId(v) || Array.isArray(v))) return value.map(toHex)
+  return value
+}
+
 // Replaces every ObjectId among a query's values with its 24 hex digits: node-postgres would
 // otherwise send the object as JSON.
 class ObjectIdTransformer extends OperationNodeTransformer {
   transformValue(node) {
-    if (isObjectId(node.value)) return { ...node, value: node.value.toHexString() }
-    // An array value (for `= any(...)`), one level deep as node-postgres sends arrays.
-    if (Array.isArray(node.value) && node.value.some(isObjectId)) {
-      return { ...node, value: node.value.map((v) => (isObjectId(v) ? v.toHexString() : v)) }
-    }
-    return super.transformValue(node)
+    const value = toHex(node.value)
+    return value !== node.value ? { ...node, value } : super.transformValue(node)
   }
 
+  // Insert rows and `in` lists: each value, arrays included (an objectid[] column's value).
   transformPrimitiveValueList(node) {
-    const values = node.values.map((v) => (isObjectId(v) ? v.toHexString() : v))
-    return super.transformPrimitiveValueList({ ...node, values })
+    return super.transformPrimitiveValueList({ ...node, values: node.values.map(toHex) })
   }
 }
 

@@ -146,6 +146,10 @@ class objectid_timestamp(GenericFunction):
         # objectid_timestamp(objectid) however it is rendered.
         if not isinstance(id_, ClauseElement) and not hasattr(id_, "__clause_element__"):
             id_ = literal(id_, ObjectIdType())
+        elif not isinstance(getattr(id_, "type", None), ObjectIdType):
+            # Any other expression (an untyped bindparam, a string literal, a text column) cast,
+            # as Django's Created does: untyped, objectid_timestamp(text) would take the call.
+            id_ = cast(id_, ObjectIdType())
         super().__init__(id_, **kw)
 
 

@@ -262,8 +262,8 @@ class DjangoTest(unittest.TestCase):
                 ids(Order.objects.filter(id__created__date=day)),
                 expect(lambda t: t.astimezone(tokyo).date() == day),
             )
-        # Through a foreign key: orders whose customer was created since a time (a join on the
-        # customer's key, whose index answers the condition).
+        # Through a foreign key: orders whose customer was created since a time (Django reads the
+        # customer's key from the order's own customer_id column; no join).
         customer = Customer.objects.get()
         self.assertEqual(
             ids(Order.objects.filter(customer__id__created__lte=customer.pk.generation_time)), sorted(by_id)
@@ -272,19 +272,31 @@ class DjangoTest(unittest.TestCase):
 
     def test_dates_in_zones_that_change_their_clocks_at_midnight(self):
         # America/Santiago sets its clocks back at midnight ending 2025-04-05 (23:00-23:59 happen
-        # twice) and forward at midnight starting 2025-09-07 (00:00-00:59 do not happen).
+        # twice) and forward at midnight starting 2025-09-07 (00:00-00:59 do not happen);
+        # America/St_Johns set them back from 00:01 to 23:01 on 2005-10-30, so that 2005-10-29
+        # comes back after 2005-10-30 has begun (no range of the key holds either date).
         import zoneinfo
 
+        for name, starts in [
+            ("America/Santiago", [datetime.date(2025, 4, 4), datetime.date(2025, 9, 6)]),
+            ("America/St_Johns", [datetime.date(2005, 10, 28)]),
+        ]:
+            zone = zoneinfo.ZoneInfo(name)
+            self._check_dates_in(zone, starts)
+
+    def _check_dates_in(self, zone, starts):
         from django.utils import timezone
 
-        zone = zoneinfo.ZoneInfo("America/Santiago")
-        start = datetime.datetime(2025, 4, 4, tzinfo=datetime.UTC)
-        times = [start + datetime.timedelta(minutes=10 * i) for i in range(3 * 144)]
-        start = datetime.datetime(2025, 9, 6, tzinfo=datetime.UTC)
-        times += [start + datetime.timedelta(minutes=10 * i) for i in range(3 * 144)]
+        Order.objects.all().delete()
+        Customer.objects.all().delete()
+        times, days = [], []
+        for start in starts:
+            first = datetime.datetime.combine(start, datetime.time.min, tzinfo=datetime.UTC)
+            times += [first + datetime.timedelta(minutes=10 * i) for i in range(4 * 144)]
+            days += [start + datetime.timedelta(days=d) for d in range(4)]
         by_id = dict(zip(self._orders_at(times), times))
         with timezone.override(zone):
-            for day in [datetime.date(2025, 4, d) for d in (4, 5, 6)] + [datetime.date(2025, 9, d) for d in (6, 7, 8)]:
+            for day in days:
                 for lookup, pred in [
                     ("", lambda d, day=day: d == day),
                     ("__gt", lambda d, day=day: d > day),
@@ -292,7 +304,7 @@ class DjangoTest(unittest.TestCase):
                     ("__lt", lambda d, day=day: d < day),
                     ("__lte", lambda d, day=day: d <= day),
                 ]:
-                    with self.subTest(day=day, lookup=lookup):
+                    with self.subTest(zone=str(zone), day=day, lookup=lookup):
                         got = sorted(Order.objects.filter(**{f"id__created__date{lookup}": day}).values_list("id", flat=True))
                         self.assertEqual(got, sorted(i for i, t in by_id.items() if pred(t.astimezone(zone).date())))
 
@@ -309,6 +321,20 @@ class DjangoTest(unittest.TestCase):
             finally:
                 dba.execute("DROP EXTENSION IF EXISTS pg_objectid")
         call_command("migrate", "shop", verbosity=0)
+        self.assertEqual(column("shop_order", "id"), ("objectid", "gen_objectid()"))
+
+    def test_reversing_leaves_an_extension_other_tables_use(self):
+        with connection.cursor() as cur:
+            cur.execute("CREATE TABLE other_app (id objectid)")
+        try:
+            call_command("migrate", "shop", "zero", verbosity=0)
+            with connection.cursor() as cur:
+                cur.execute("SELECT to_regclass('shop_order'), count(*) FROM pg_extension WHERE extname = 'pg_objectid'")
+                self.assertEqual(cur.fetchone(), (None, 1))
+        finally:
+            with connection.cursor() as cur:
+                cur.execute("DROP TABLE other_app")
+            call_command("migrate", "shop", verbosity=0)
         self.assertEqual(column("shop_order", "id"), ("objectid", "gen_objectid()"))
 
     def test_creation_time_lookups_use_the_primary_key(self):

@@ -144,7 +144,7 @@ test('creation-time queries use the primary key', async () => {
     between(objectIdTimestamp(orders.id), T0, minutes(60)),
   ]) {
     const query = db.select().from(orders).where(where).toSQL()
-    assert.match(query.sql, /objectid_timestamp\("orders"\."id"::objectid\)/)
+    assert.match(query.sql, /objectid_timestamp\(\("orders"\."id"\)::objectid\)/)
     const plan = await explain(client, query.sql, query.params)
     assert.match(plan, /orders_pkey/, plan)
     assert.doesNotMatch(plan, /Seq Scan/, plan)
