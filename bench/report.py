@@ -780,8 +780,11 @@ class Report:
                    f"— **{'met' if worst_created <= 1.0 else 'not met'}**", "")
             slower = [(n, w, ms) for n, w, ms in medians if ms["rewrite"] > ms["created_at"]]
             spreads = {(n, w): r["sizes"][n]["range_queries"][w]["ms"] for n, w, _ in slower}
-            overlapping = all(x["rewrite"]["min"] <= x["created_at"]["median"] <= x["rewrite"]["max"]
-                              and x["created_at"]["min"] <= x["rewrite"]["median"] <= x["created_at"]["max"]
+            # Explained where each form's median lies in the other's range, or the two differ by at
+            # most one step of EXPLAIN's timer (it reports milliseconds to three decimals).
+            overlapping = all((x["rewrite"]["min"] <= x["created_at"]["median"] <= x["rewrite"]["max"]
+                               and x["created_at"]["min"] <= x["rewrite"]["median"] <= x["created_at"]["max"])
+                              or x["rewrite"]["median"] - x["created_at"]["median"] <= 0.001 + 1e-9
                               for x in spreads.values())
             if worst_bounds > 1.05:
                 self.w("The rewrite should cost what the key bounds cost, since it becomes them; where it does "
@@ -795,9 +798,9 @@ class Report:
                 cases = "; ".join(
                     f"{int(n):,} rows, {w}: {1000 * (ms['rewrite'] - ms['created_at']):.0f} µs "
                     f"({ms['rewrite'] / ms['created_at'] - 1:.1%})" for n, w, ms in slower)
-                self.w(f"Where the rewrite's median is the higher ({cases}), the difference is a few steps of "
-                       "EXPLAIN's timer (0.001 ms) or a fraction of a percent, inside the range of the "
-                       "repetitions of both forms; elsewhere the rewrite's median is not the higher. Both read "
+                self.w(f"Where the rewrite's median is the higher ({cases}), each difference is one step of "
+                       "EXPLAIN's timer (0.001 ms) or lies inside the range of the repetitions of both forms; "
+                       "elsewhere the rewrite's median is not the higher. Both read "
                        "the same heap pages in the same order; the key's index has 24-byte entries against "
                        "16 for a `timestamptz`, so its range scan reads more leaf pages for the same rows, "
                        "and nothing here shows that to cost a measurable amount.", "")
