@@ -284,6 +284,16 @@ class DjangoTest(unittest.TestCase):
             zone = zoneinfo.ZoneInfo(name)
             self._check_dates_in(zone, starts)
 
+    def test_dates_without_time_zone_support(self):
+        # USE_TZ = False: Django's connections run in TIME_ZONE and __date means a date there; the
+        # bounds are that zone's instants (Santiago's clocks go back at midnight on 2025-04-05).
+        import zoneinfo
+
+        from django.test import override_settings
+
+        with override_settings(USE_TZ=False, TIME_ZONE="America/Santiago"):
+            self._check_dates_in(zoneinfo.ZoneInfo("America/Santiago"), [datetime.date(2025, 4, 4)])
+
     def _check_dates_in(self, zone, starts):
         from django.utils import timezone
 
