@@ -104,9 +104,9 @@ run "Node.js: pg + bson" env NODE_PATH="$node_deps/node_modules" \
 run "Rust: postgres + bson" \
     bash -c 'cd "$1" && CARGO_TARGET_DIR="$2" cargo test --locked' _ "$clients/rust" "$rust_target"
 integrations="$ROOT/integrations"
-run "Django" env PYTHONPATH="$integrations/django:$adapters:$python_deps" PYTHONDONTWRITEBYTECODE=1 \
+run "Django" env PYTHONPATH="$integrations/django:$frameworks:$adapters:$python_deps" PYTHONDONTWRITEBYTECODE=1 \
     python3 "$frameworks/django/test_django.py" -v
-run "SQLAlchemy + Alembic" env PYTHONPATH="$integrations/sqlalchemy:$framework_files:$adapters:$python_deps" \
+run "SQLAlchemy + Alembic" env PYTHONPATH="$integrations/sqlalchemy:$frameworks:$framework_files:$adapters:$python_deps" \
     PYTHONDONTWRITEBYTECODE=1 python3 "$frameworks/sqlalchemy/test_sqlalchemy.py" -v
 # NODE_PATH: the pinned packages, the integrations (require('pg-objectid-drizzle')) and the
 # page's recipes, which require them.

@@ -29,36 +29,28 @@ function toText(value) {
   return hex
 }
 
-// An `objectid` column read as bson ObjectIds (objectIdString: as 24-hex strings); either form,
-// or 12 bytes, may be written. Parameters go to the server as text, which its input function reads.
-const objectId = customType({
-  dataType() {
-    return 'objectid'
-  },
-  toDriver(value) {
-    return toText(value)
-  },
-  fromDriver(value) {
-    const hex = hexOf(value)
-    if (hex === null) throw new TypeError(`unexpected objectid value from the database: ${String(value)}`)
-    return require('bson').ObjectId.createFromHexString(hex)
-  },
-})
+// An `objectid` column whose values are read by `read` from their 24 hex digits; either form, or
+// 12 bytes, may be written. Parameters go to the server as text, which its input function reads.
+// customType's callbacks get no column configuration, so each reading is its own type.
+const objectIdColumn = (read) =>
+  customType({
+    dataType() {
+      return 'objectid'
+    },
+    toDriver(value) {
+      return toText(value)
+    },
+    fromDriver(value) {
+      const hex = hexOf(value)
+      if (hex === null) throw new TypeError(`unexpected objectid value from the database: ${String(value)}`)
+      return read(hex)
+    },
+  })
 
-// customType's callbacks get no column configuration, so the text flavour is its own type.
-const objectIdString = customType({
-  dataType() {
-    return 'objectid'
-  },
-  toDriver(value) {
-    return toText(value)
-  },
-  fromDriver(value) {
-    const hex = hexOf(value)
-    if (hex === null) throw new TypeError(`unexpected objectid value from the database: ${String(value)}`)
-    return hex
-  },
-})
+// Read as bson ObjectIds.
+const objectId = objectIdColumn((hex) => require('bson').ObjectId.createFromHexString(hex))
+// Read as 24-hex strings.
+const objectIdString = objectIdColumn((hex) => hex)
 
 // `DEFAULT gen_objectid()`: the server-wide generator makes the key.
 const genObjectId = () => sql`gen_objectid()`

@@ -16,48 +16,23 @@ from pathlib import Path
 
 import psycopg
 from bson import ObjectId
-from psycopg import sql
+
+from framework_server import dsn, dsn_parts, fresh_database
 
 HERE = Path(__file__).resolve().parent
 ROLE = "django_app"
 DB = "frameworks_django"
 
 
-def _dsn_parts():
-    dsn = os.environ.get("PG_OBJECTID_CLIENTS_DSN")
-    if not dsn:
-        raise RuntimeError("PG_OBJECTID_CLIENTS_DSN is not set: run this through scripts/clients_test.sh")
-    return dict(part.split("=", 1) for part in dsn.split())
-
-
-def _dsn(dbname, user=None):
-    parts = {**_dsn_parts(), **({"user": user} if user else {})}
-    return " ".join(f"{k}={v}" for k, v in parts.items()) + f" dbname={dbname}"
-
-
-def _admin():
-    return psycopg.connect(_dsn("postgres"), autocommit=True)
-
-
 def _setup_database_and_project():
-    with _admin() as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB)))
-        admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(ROLE)))
-        # A session time zone that is not UTC: a time that loses its zone on the way shows.
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(ROLE)))
-        admin.execute(sql.SQL("ALTER ROLE {} SET timezone = 'Asia/Tokyo'").format(sql.Identifier(ROLE)))
-        admin.execute(
-            sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0").format(
-                sql.Identifier(DB), sql.Identifier(ROLE)
-            )
-        )
+    fresh_database(DB, ROLE)
     files = Path(os.environ["PG_OBJECTID_FRAMEWORK_FILES"])
     project = Path(tempfile.mkdtemp(prefix="pg_objectid-django-"))
     shutil.copytree(HERE, project, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(files / "models.py", project / "shop" / "models.py")
     shutil.copy(files / "0001_initial.py", project / "shop" / "migrations" / "0001_initial.py")
     sys.path.insert(0, str(project))
-    parts = _dsn_parts()
+    parts = dsn_parts()
     os.environ.update(
         DJANGO_SETTINGS_MODULE="settings",
         PG_OBJECTID_DJANGO_DB=DB,
@@ -320,7 +295,7 @@ class DjangoTest(unittest.TestCase):
 
     def test_reversing_leaves_an_extension_someone_else_installed(self):
         call_command("migrate", "shop", "zero", verbosity=0)
-        with psycopg.connect(_dsn(DB, "postgres"), autocommit=True) as dba:
+        with psycopg.connect(dsn(DB), autocommit=True) as dba:
             dba.execute("CREATE EXTENSION pg_objectid")  # owned by the superuser, not the app
             try:
                 call_command("migrate", "shop", verbosity=0)
