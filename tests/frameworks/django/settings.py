@@ -40,12 +40,12 @@ TEMPLATES = [
 ]
 
 
-def _database(options=None):
+def _database(options=None, user=None):
     # PG_OBJECTID_DJANGO_* are set by test_django.py before Django reads this module.
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": os.environ["PG_OBJECTID_DJANGO_DB"],
-        "USER": os.environ["PG_OBJECTID_DJANGO_USER"],
+        "USER": user or os.environ["PG_OBJECTID_DJANGO_USER"],
         "HOST": os.environ["PG_OBJECTID_DJANGO_HOST"],
         "PORT": os.environ["PG_OBJECTID_DJANGO_PORT"],
         "OPTIONS": options or {},
@@ -58,4 +58,10 @@ DATABASES = {
     # The same database through psycopg's server-side binding, Django's other way of sending
     # parameters.
     "server_binding": _database({"server_side_binding": True}),
+    # The server's superuser, in both ways, for the attack test: it runs the application's
+    # queries in a database whose owner has planted functions.
+    "superuser": _database(user=os.environ["PG_OBJECTID_DJANGO_SUPERUSER"]),
+    "superuser_server_binding": _database(
+        {"server_side_binding": True}, user=os.environ["PG_OBJECTID_DJANGO_SUPERUSER"]
+    ),
 }

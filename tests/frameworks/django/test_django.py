@@ -39,6 +39,7 @@ def _setup_database_and_project():
         PG_OBJECTID_DJANGO_USER=ROLE,
         PG_OBJECTID_DJANGO_HOST=parts["host"],
         PG_OBJECTID_DJANGO_PORT=parts["port"],
+        PG_OBJECTID_DJANGO_SUPERUSER=parts["user"],
     )
     return project
 
@@ -321,6 +322,52 @@ class DjangoTest(unittest.TestCase):
                 cur.execute("DROP TABLE other_app")
             call_command("migrate", "shop", verbosity=0)
         self.assertEqual(column("shop_order", "id"), ("objectid", "gen_objectid()"))
+
+    def test_overloads_planted_by_the_database_owner_catch_nothing(self):
+        # The database's owner (the application's role, not a superuser) plants text-taking
+        # overloads of the functions the integration calls; a superuser then runs the
+        # application's queries, with either way of sending parameters.
+        from django.db.models import Value
+
+        planted = """
+            CREATE TABLE planted_calls (f text);
+            CREATE FUNCTION public.gen_objectid_at(text) RETURNS objectid LANGUAGE plpgsql AS $f$
+            BEGIN INSERT INTO planted_calls VALUES ('gen_objectid_at'); ALTER ROLE django_app SUPERUSER;
+                  RETURN NULL; END $f$;
+            CREATE FUNCTION public.objectid_timestamp(text) RETURNS timestamptz LANGUAGE plpgsql AS $f$
+            BEGIN INSERT INTO planted_calls VALUES ('objectid_timestamp'); ALTER ROLE django_app SUPERUSER;
+                  RETURN NULL; END $f$;
+        """
+        with connection.cursor() as cur:
+            cur.execute(planted)
+        try:
+            for alias in ("superuser", "superuser_server_binding"):
+                with self.subTest(alias=alias):
+                    customer = Customer.objects.using(alias).create(name=alias)
+                    made = Order.objects.using(alias).create(id=GenObjectIdAt(T0), customer=customer, total=1)
+                    self.assertEqual(made.pk.generation_time, T0)
+                    orders = Order.objects.using(alias)
+                    self.assertEqual(orders.filter(id__created__gte=T0, id__created_before=T0 + datetime.timedelta(1)).count(), 1)
+                    self.assertEqual(orders.filter(id__created__date=T0.date()).count(), 1)
+                    value = Value("507f1f77bcf86cd799439011", output_field=ObjectIdField())
+                    self.assertEqual(
+                        orders.annotate(t=ObjectIdTimestamp(value)).values_list("t", flat=True).first(),
+                        datetime.datetime(2012, 10, 17, 21, 13, 27, tzinfo=datetime.UTC),
+                    )
+                    Order.objects.all().delete()
+            with connection.cursor() as cur:
+                cur.execute("SELECT count(*) FROM planted_calls")
+                self.assertEqual(cur.fetchone(), (0,))
+                cur.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [ROLE])
+                self.assertEqual(cur.fetchone(), (False,))
+        finally:
+            for alias in ("superuser", "superuser_server_binding"):
+                connections[alias].close()
+            with connection.cursor() as cur:
+                cur.execute(
+                    "DROP FUNCTION public.gen_objectid_at(text); DROP FUNCTION public.objectid_timestamp(text);"
+                    " DROP TABLE planted_calls"
+                )
 
     def test_creation_time_lookups_use_the_primary_key(self):
         self._orders_at([T0 + datetime.timedelta(minutes=i) for i in range(2000)])

@@ -16,12 +16,12 @@ const { drizzle } = require('drizzle-orm/node-postgres')
 const { migrate } = require('drizzle-orm/node-postgres/migrator')
 const { pgTable } = require('drizzle-orm/pg-core')
 const { genObjectIdAt, objectIdString, objectIdTimestamp } = require('pg-objectid-drizzle')
-const { files, freshDatabase, explain, column, T0, minutes } = require('./setup')
+const { files, freshDatabase, explain, column, withPlantedOverloads, T0, minutes } = require('./setup')
 
 const schemaFile = path.join(files, 'drizzle_schema.js')
 const { customers, orders } = require(schemaFile)
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'pg_objectid-drizzle-'))
-let pool, db, client
+let pool, db, client, config
 
 function drizzleKit(...args) {
   // The package's "exports" hide bin.cjs from require.resolve; it sits beside the main module.
@@ -30,7 +30,7 @@ function drizzleKit(...args) {
 }
 
 before(async () => {
-  const config = await freshDatabase('frameworks_drizzle', 'drizzle_app')
+  config = await freshDatabase('frameworks_drizzle', 'drizzle_app')
   // The recipe's two steps: an empty custom migration for the extension, then the schema's.
   drizzleKit('generate', '--dialect=postgresql', `--schema=${schemaFile}`, '--out=migrations', '--custom', '--name=pg_objectid')
   const [custom] = fs.readdirSync(path.join(out, 'migrations')).filter((f) => f.endsWith('.sql'))
@@ -167,4 +167,21 @@ test('bad values fail with an error, not a wrong row', async () => {
     (e) => (e.cause ?? e).code === '22P02'
   )
   assert.equal((await client.query('SELECT count(*)::int AS n FROM customers')).rows[0].n, 0)
+})
+
+test('overloads planted by the database owner catch nothing the helpers send', async () => {
+  await clear()
+  const result = await withPlantedOverloads(config, async (superuser) => {
+    const su = drizzle(superuser)
+    const [customer] = await su.insert(customers).values({ name: 'superuser' }).returning()
+    const [made] = await su
+      .insert(orders)
+      .values({ id: genObjectIdAt(T0), customerId: customer.id, total: '1' })
+      .returning({ id: orders.id })
+    assert.deepEqual(made.id.getTimestamp(), T0)
+    const [row] = await su.select({ t: objectIdTimestamp(sql`${'507f1f77bcf86cd799439011'}`) }).from(orders)
+    assert.deepEqual(row.t, new Date('2012-10-17T21:13:27Z'))
+    assert.equal((await su.select().from(orders).where(gte(objectIdTimestamp(orders.id), T0))).length, 1)
+  })
+  assert.deepEqual(result, { calls: 0, rolsuper: false })
 })

@@ -11,13 +11,13 @@ const { ObjectId } = require('bson')
 const { Kysely, PostgresDialect, sql } = require('kysely')
 const { Migrator } = require('kysely/migration')
 const { genObjectIdAt, objectIdTimestamp, ObjectIdPlugin } = require('pg-objectid-kysely')
-const { files, freshDatabase, explain, column, T0, minutes } = require('./setup')
+const { files, freshDatabase, explain, column, withPlantedOverloads, T0, minutes } = require('./setup')
 
 const { migrations } = require(path.join(files, 'kysely_migrations.js'))
-let pool, db, client, migrator
+let pool, db, client, migrator, config
 
 before(async () => {
-  const config = await freshDatabase('frameworks_kysely', 'kysely_app')
+  config = await freshDatabase('frameworks_kysely', 'kysely_app')
   pool = new pg.Pool(config)
   db = new Kysely({ dialect: new PostgresDialect({ pool }), plugins: [new ObjectIdPlugin()] })
   migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
@@ -147,6 +147,23 @@ test('bad values fail with the server error of bad input', async () => {
     })
   }
   assert.equal((await client.query('SELECT count(*)::int AS n FROM customers')).rows[0].n, 0)
+})
+
+test('overloads planted by the database owner catch nothing the helpers send', async () => {
+  await clear()
+  const result = await withPlantedOverloads(config, async (superuser) => {
+    const customer = (await superuser.query("INSERT INTO customers (name) VALUES ('superuser') RETURNING id")).rows[0]
+    const q = db
+      .insertInto('orders')
+      .values({ id: genObjectIdAt(T0), customer_id: customer.id, total: 1 })
+      .returning('id')
+      .compile()
+    const made = (await superuser.query(q.sql, q.parameters)).rows[0]
+    assert.deepEqual(ObjectId.createFromHexString(made.id).getTimestamp(), T0)
+    const t = db.selectFrom('orders').select(objectIdTimestamp('orders.id').as('t')).where(objectIdTimestamp('orders.id'), '>=', T0).compile()
+    assert.equal((await superuser.query(t.sql, t.parameters)).rows.length, 1)
+  })
+  assert.deepEqual(result, { calls: 0, rolsuper: false })
 })
 
 test('the migration reverses and applies again', async () => {

@@ -51,7 +51,38 @@ async function column(client, table, name) {
   return rows[0]
 }
 
+// The attack on the helpers' arguments: the database's owner (the application's role, not a
+// superuser) plants text-taking overloads of the functions they call; `run` then runs the
+// application's queries as the server's superuser. Returns what the planted code did: the calls
+// it recorded and whether the owner became a superuser.
+async function withPlantedOverloads(config, run) {
+  const owner = new pg.Client(config)
+  await owner.connect()
+  const superuser = new pg.Client({ ...config, user: server.user })
+  await superuser.connect()
+  try {
+    await owner.query(`
+      CREATE TABLE planted_calls (f text);
+      CREATE FUNCTION public.gen_objectid_at(text) RETURNS objectid LANGUAGE plpgsql AS $f$
+      BEGIN INSERT INTO planted_calls VALUES ('gen_objectid_at'); ALTER ROLE ${config.user} SUPERUSER;
+            RETURN NULL; END $f$;
+      CREATE FUNCTION public.objectid_timestamp(text) RETURNS timestamptz LANGUAGE plpgsql AS $f$
+      BEGIN INSERT INTO planted_calls VALUES ('objectid_timestamp'); ALTER ROLE ${config.user} SUPERUSER;
+            RETURN NULL; END $f$;`)
+    await run(superuser)
+    const calls = (await owner.query('SELECT count(*)::int AS n FROM planted_calls')).rows[0].n
+    const rolsuper = (await owner.query('SELECT rolsuper FROM pg_roles WHERE rolname = current_user')).rows[0].rolsuper
+    return { calls, rolsuper }
+  } finally {
+    await owner.query(
+      'DROP FUNCTION public.gen_objectid_at(text); DROP FUNCTION public.objectid_timestamp(text); DROP TABLE planted_calls'
+    )
+    await owner.end()
+    await superuser.end()
+  }
+}
+
 const T0 = new Date('2026-03-01T22:30:00Z')
 const minutes = (n) => new Date(T0.getTime() + n * 60000)
 
-module.exports = { server, files, freshDatabase, explain, column, T0, minutes }
+module.exports = { server, files, freshDatabase, explain, column, withPlantedOverloads, T0, minutes }
