@@ -32,7 +32,9 @@ trap '[ -z "$running" ] || cluster_stop "$pg_config" "$dir"' EXIT
 # The fuzz and crash checks read this server's log for crashed processes (tests/server/common.rs).
 export PG_OBJECTID_TEST_LOG="$dir/server.log"
 log "server tests on PostgreSQL $v (cluster in $dir, port $port)"
-cluster_start "$pg_config" "$dir" "$port"
+# With RUST_BACKTRACE=1 in the server's environment, as an operator's may have it: no error a client
+# reads may carry a Rust backtrace (extension::errors_carry_no_rust_backtrace).
+RUST_BACKTRACE=1 cluster_start "$pg_config" "$dir" "$port"
 running=1
 server=passed
 PG_OBJECTID_TEST_DSN="host=$dir port=$port user=postgres" run_tests server "$threads" || server=FAILED

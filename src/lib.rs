@@ -16,6 +16,7 @@ mod uuid;
 
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    no_backtraces_for_clients();
     objectid::generate::init();
     rekey::init();
     planner::init();
@@ -32,5 +33,24 @@ pub mod pg_test {
 
     pub fn postgresql_conf_options() -> Vec<&'static str> {
         vec![]
+    }
+}
+
+/// Turns off the Rust backtraces that pgrx's panic hook captures for every error that passes
+/// through the extension (PostgreSQL's own included, such as a disk-full 53100 in a rekey) and
+/// appends to the DETAIL the client reads, when the server's environment has `RUST_BACKTRACE=1`:
+/// a client must not read the server's code addresses and paths. `Backtrace::capture` decides once
+/// per process, on its first call, from `RUST_LIB_BACKTRACE` before `RUST_BACKTRACE`; that first
+/// call is made here, with `RUST_LIB_BACKTRACE=0`, and the environment is then put back as it was
+/// (for other libraries, which link a std of their own). A backend runs one thread, and so does
+/// the postmaster when it preloads the library, so nothing else reads the environment meanwhile.
+fn no_backtraces_for_clients() {
+    const NAME: &str = "RUST_LIB_BACKTRACE";
+    let before = std::env::var_os(NAME);
+    std::env::set_var(NAME, "0");
+    let _disabled = std::backtrace::Backtrace::capture();
+    match before {
+        Some(value) => std::env::set_var(NAME, value),
+        None => std::env::remove_var(NAME),
     }
 }

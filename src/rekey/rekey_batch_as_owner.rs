@@ -128,7 +128,15 @@ fn rekey_batch_as_owner(
     let rewrite_query = server_text(rewrite_query, "the rewrite");
     let other_queries: Vec<Option<&[u8]>> = other_queries.iter().collect();
     if other_tables.len() != other_queries.len() {
-        error!("a rekey batch needs one table for each of its other statements");
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "a rekey batch needs one table for each of its other statements, not {} tables for {} statements",
+                other_tables.len(),
+                other_queries.len()
+            )
+        );
     }
     let others: Vec<(pg_sys::Oid, &str)> = no_nulls(other_tables, "other_tables")
         .into_iter()
@@ -201,10 +209,14 @@ fn rekey_batch_as_owner(
                 let keys = no_nulls(keys, "the map query's result");
                 let new_keys = no_nulls(new_keys.unwrap_or_default(), "the map query's result");
                 if new_keys.len() != keys.len() {
-                    error!(
-                        "the map query of a rekey batch returned {} new keys for {} keys",
-                        new_keys.len(),
-                        keys.len()
+                    ereport!(
+                        ERROR,
+                        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                        format!(
+                            "the map query of a rekey batch returned {} new keys for {} keys",
+                            new_keys.len(),
+                            keys.len()
+                        )
                     );
                 }
                 (Some(window_end), Some((keys, new_keys)))

@@ -49,7 +49,12 @@ unsafe fn keys_of(datum: pg_sys::Datum, argument: &str) -> Vec<Key> {
     // SAFETY: the caller's promise; the array is detoasted into the current context.
     let array =
         unsafe { Array::<Uuid>::from_polymorphic_datum(datum, false, pg_sys::UUIDARRAYOID) }
-            .unwrap_or_else(|| error!("rekey_new_key: {argument} is NULL"));
+            .unwrap_or_else(|| {
+                refuse(
+                    PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                    format!("rekey_new_key: {argument} is NULL"),
+                )
+            });
     // Reserved fallibly: an allocation Rust cannot make aborts the whole server, where
     // PostgreSQL's own would be an ERROR (any role may call this with an array of ~1 GB).
     let mut keys: Vec<Key> = Vec::new();

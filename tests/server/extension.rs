@@ -51,6 +51,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_batch_size", "i", false, "s", false),
+    ("objectid_internal.rekey_call", "s", false, "s", false),
     ("objectid_internal.rekey_can_commit", "v", true, "r", false),
     (
         "objectid_internal.rekey_column_indexed",
@@ -82,6 +83,7 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "u",
         false,
     ),
+    ("objectid_internal.rekey_lookalikes", "s", false, "s", false),
     (
         "objectid_internal.rekey_mapping_comment",
         "s",
@@ -681,5 +683,58 @@ fn every_release_installs_and_updates_in_other_encodings() {
         connect_to("postgres")
             .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
             .unwrap();
+    }
+}
+
+/// Issue 36: the suite's server runs with `RUST_BACKTRACE=1` in its environment
+/// (scripts/test_version.sh), as an operator's may. No error a client reads carries a Rust
+/// backtrace: neither one PostgreSQL raises while the extension's Rust code runs (pgrx's panic
+/// hook captured one for those, and appended it to the DETAIL), nor one of the extension's own.
+#[test]
+fn errors_carry_no_rust_backtrace() {
+    let Database { client: mut c, .. } = database_with_extension("");
+    // The postmaster's: a backend's process title takes the place of its environment.
+    let pid = backend_pid(&mut c);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let postmaster = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let environment = std::fs::read(format!("/proc/{postmaster}/environ")).unwrap_or_else(|e| {
+        panic!("cannot read the server's environment (run the tests as root or as the server's user): {e}")
+    });
+    assert!(
+        environment
+            .split(|b| *b == 0)
+            .any(|v| v == b"RUST_BACKTRACE=1"),
+        "the server must run with RUST_BACKTRACE=1 for this test to mean anything"
+    );
+    c.batch_execute("CREATE TEMP TABLE tt (x int)").unwrap();
+    for (sql, state) in [
+        (
+            "SELECT objectid_internal.rekey_read_as_owner('tt'::regclass, 'SELECT 1/0 AS a')",
+            SqlState::DIVISION_BY_ZERO,
+        ),
+        (
+            "SELECT objectid_internal.rekey_read_as_owner('tt'::regclass, 'SELECT * FROM no_such_table')",
+            SqlState::UNDEFINED_TABLE,
+        ),
+        (
+            "SELECT objectid_internal.rekey_new_key(gen_random_uuid(), '{}', ARRAY[gen_random_uuid()])",
+            SqlState::INVALID_PARAMETER_VALUE,
+        ),
+        ("SELECT 'nothex'::objectid", SqlState::INVALID_TEXT_REPRESENTATION),
+    ] {
+        let e = c.batch_execute(sql).expect_err(sql);
+        let db = e.as_db_error().unwrap_or_else(|| panic!("{sql}: {e:?}"));
+        assert_eq!(db.code(), &state, "{sql}: {db:?}");
+        for text in [Some(db.message()), db.detail(), db.hint()].into_iter().flatten() {
+            assert!(
+                !text.contains(".rs:") && !text.contains("backtrace") && !text.contains("pgrx"),
+                "{sql}: a client reads the server's code: {text}"
+            );
+        }
     }
 }

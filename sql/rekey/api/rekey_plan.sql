@@ -37,6 +37,7 @@ DECLARE
     j integer;
     r record;
     line text;
+    found_lookalike boolean := false;
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -147,21 +148,33 @@ BEGIN
         END LOOP;
     END IF;
 
+    -- Not a problem that stops the rekey (the steps below reach only the extension's routines),
+    -- but a trap for whoever calls them another way.
+    FOR line IN SELECT l FROM objectid_internal.rekey_lookalikes() l LOOP
+        IF NOT found_lookalike THEN
+            RETURN NEXT 'Warnings:';
+            found_lookalike := true;
+        END IF;
+        RETURN NEXT format('  - %s is named like a routine of the toolkit and is not the extension''s: a call not'
+                           ' schema-qualified, or with an argument not cast to its type, can run it as the caller;'
+                           ' make every call as the steps below print it', line);
+    END LOOP;
+
     RETURN NEXT 'Steps:';
     step := step + 1;
     IF objectid_internal.rekey_default_is_v7(tbl) THEN
         RETURN NEXT format('  %s. new rows already get version-7 keys: the default of %I calls uuidv7()', step, key);
     ELSE
-        RETURN NEXT format('  %s. SELECT %s.rekey_switch_default(%L): new rows get version-7 keys from now on',
-                           step, objectid_internal.rekey_api_schema(), tbl::text);
+        RETURN NEXT format('  %s. SELECT %s: new rows get version-7 keys from now on',
+                           step, objectid_internal.rekey_call('rekey_switch_default', tbl));
         RETURN NEXT format('       ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uuidv7()', objectid_internal.rekey_name(tbl::oid), key,
                            objectid_internal.rekey_api_schema());
         RETURN NEXT format('       lock: ACCESS EXCLUSIVE on %s for a catalog change, each attempt waiting at most its lock_timeout', tbl);
     END IF;
 
     step := step + 1;
-    RETURN NEXT format('  %s. CALL %s.rekey_run(%L, time_column => %L): records the starting counts%s', step,
-                       objectid_internal.rekey_api_schema(), tbl::text, time_column,
+    RETURN NEXT format('  %s. CALL %s: records the starting counts%s', step,
+                       objectid_internal.rekey_call('rekey_run', tbl, format('time_column => %L::pg_catalog.name', time_column)),
                        CASE WHEN to_regclass(mapping) IS NULL THEN ' and creates the mapping table' ELSE '' END);
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);
@@ -201,8 +214,8 @@ BEGIN
     RETURN NEXT '     then a second pass over the key from the start, for version-4 keys inserted behind the first';
 
     step := step + 1;
-    RETURN NEXT format('  %s. SELECT * FROM %s.rekey_verify(%L): keys left, foreign keys, counts against the start',
-                       step, objectid_internal.rekey_api_schema(), tbl::text);
+    RETURN NEXT format('  %s. SELECT * FROM %s: keys left, foreign keys, counts against the start',
+                       step, objectid_internal.rekey_call('rekey_verify', tbl));
     IF EXISTS (SELECT FROM objectid_internal.rekey_materialized_views(tbl)) THEN
         step := step + 1;
         RETURN NEXT format('  %s. refresh the materialized views that read the key, which still hold the old keys'

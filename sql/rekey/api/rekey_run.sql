@@ -104,6 +104,14 @@ BEGIN
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'SET default_transaction_isolation = ''read committed'' in this session first.';
     END IF;
+    -- PostgreSQL times the whole CALL as one statement, its COMMITs notwithstanding
+    -- (enable_statement_timeout runs when a client's statement starts): a limit meant for an
+    -- application's queries cancels a long rekey again and again.
+    IF current_setting('statement_timeout') <> '0' THEN
+        RAISE WARNING 'rekey of %: statement_timeout (%) counts the whole CALL, all of its batches: when it runs out, the batches committed before stay and the run stops',
+                tbl, current_setting('statement_timeout')
+            USING HINT = 'SET statement_timeout = 0 in the session that rekeys: each batch holds its locks for about half a second, and waits for one at most lock_timeout.';
+    END IF;
     lock_ms := (extract(epoch FROM lock_timeout) * 1000)::numeric(20)::text || 'ms';
     IF committing THEN
         -- Commits nothing yet; fails here, before the lock is taken, where a COMMIT is refused
@@ -183,7 +191,8 @@ BEGIN
                         PERFORM objectid_internal.rekey_run_end(lock_key, committing AND holding);
                         RAISE EXCEPTION 'rekey of % stopped: a batch failed % times, last with: %', tbl, attempt, failure
                             USING ERRCODE = failure_state,
-                                  HINT = 'Nothing of that batch was kept. CALL rekey_run again to resume, perhaps with a longer lock_timeout or more retries.';
+                                  HINT = format('Nothing of that batch was kept. CALL %s again to resume, perhaps with a longer lock_timeout or more retries.',
+                                                objectid_internal.rekey_call('rekey_run', tbl));
                     END IF;
                     RAISE NOTICE 'rekey of %: batch rolled back (%), retry % of %', tbl, failure, attempt, max_retries;
                 WHEN OTHERS OR query_canceled THEN
@@ -201,10 +210,18 @@ BEGIN
 
         SELECT * INTO st FROM objectid_internal.rekey_state s WHERE s.relid = tbl;
         IF n > 0 THEN
-            rate := st.run_keys_done / greatest(extract(epoch FROM clock_timestamp() - st.run_started_at), 0.001);
+            -- From the epochs, in float8, with the time left only where an interval holds it: the
+            -- owner writes the record (rekey_status_rows), and no value there may stop the run.
+            rate := CASE WHEN isfinite(st.run_started_at)
+                         THEN st.run_keys_done / greatest(extract(epoch FROM clock_timestamp())::pg_catalog.float8
+                                                          - extract(epoch FROM st.run_started_at)::pg_catalog.float8, 0.001)
+                    END;
             RAISE NOTICE '%', format('rekey of %s: %s/%s keys (%s%%), %s keys/s, about %s left', tbl, st.keys_done,
-                st.keys_total, round(100.0 * st.keys_done / greatest(st.keys_total, 1), 1), round(rate::numeric),
-                make_interval(secs => round(((st.keys_total - st.keys_done) / greatest(rate, 0.001))::numeric)));
+                st.keys_total, round(100.0 * st.keys_done / greatest(st.keys_total, 1), 1),
+                coalesce(round(rate::numeric)::pg_catalog.text, 'unknown'),
+                CASE WHEN rate > 0 AND (st.keys_total::numeric - st.keys_done) / rate::numeric BETWEEN 0 AND 1e10
+                     THEN make_interval(secs => round((st.keys_total::numeric - st.keys_done) / rate::numeric))::pg_catalog.text
+                     ELSE 'unknown' END);
         END IF;
         IF committing THEN
             COMMIT;
@@ -222,8 +239,8 @@ BEGIN
     END LOOP;
 
     IF st.finished_at IS NOT NULL THEN
-        RAISE NOTICE 'rekey of % finished: % keys rekeyed in % batches; check it with SELECT * FROM %.rekey_verify(%)',
-            tbl, st.keys_done, st.batches, objectid_internal.rekey_api_schema(), quote_literal(tbl::text);
+        RAISE NOTICE 'rekey of % finished: % keys rekeyed in % batches; check it with SELECT * FROM %',
+            tbl, st.keys_done, st.batches, objectid_internal.rekey_call('rekey_verify', tbl);
         IF refresh_materialized_views THEN
             BEGIN
                 -- Over an array, not a cursor: no cursor is open while the owner's code runs (as_owner.rs).
@@ -238,8 +255,8 @@ BEGIN
             END;
         END IF;
     ELSE
-        RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL rekey_run(%) again to go on',
-            tbl, batches_run, st.keys_done, st.keys_total, quote_literal(tbl::text);
+        RAISE NOTICE 'rekey of % paused after % batches: % of % keys done; CALL % again to go on',
+            tbl, batches_run, st.keys_done, st.keys_total, objectid_internal.rekey_call('rekey_run', tbl);
     END IF;
     UPDATE objectid_internal.rekey_state s SET runner_pid = NULL, runner_started = NULL
      WHERE s.relid = tbl AND s.runner_pid = pg_backend_pid();

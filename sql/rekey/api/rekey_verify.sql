@@ -19,6 +19,7 @@ DECLARE
     reasons text[];
     time_expr text;
     mapping text;
+    snapshot jsonb;
 BEGIN
     IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid OPERATOR(pg_catalog.=) tbl), 'USAGE') THEN
         -- The tables are read as their owner only (their policies and index expressions are the
@@ -31,6 +32,13 @@ BEGIN
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % is recorded', tbl USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
+    -- Only the counts of tables the caller may read (rekey_snapshot's policy).
+    SELECT jsonb_build_object(
+               'rows', coalesce(jsonb_object_agg(x.counted::text, x.n) FILTER (WHERE x.constraint_id IS NULL), '{}'),
+               'joins', coalesce(jsonb_object_agg(x.constraint_id::text, x.n) FILTER (WHERE x.constraint_id IS NOT NULL),
+                                 '{}'))
+      INTO snapshot
+      FROM objectid_internal.rekey_snapshot x WHERE x.relid = tbl;
 
     check_name := 'run';
     status := CASE WHEN st.finished_at IS NOT NULL THEN 'ok' ELSE 'not finished' END;
@@ -122,7 +130,7 @@ BEGIN
     counts := (SELECT jsonb_object_agg(e.key, e.value)
                  FROM objectid_internal.rekey_counts_query(tbl, mapping) q
                  CROSS JOIN LATERAL jsonb_each(objectid_internal.rekey_read_as_owner(q.relid, q.query)) e);
-    FOR r IN SELECT e.key::oid AS relid, e.value::bigint AS before FROM jsonb_each_text(st.snapshot -> 'rows') e
+    FOR r IN SELECT e.key::oid AS relid, e.value::bigint AS before FROM jsonb_each_text(snapshot -> 'rows') e
               ORDER BY e.key::oid::regclass::text LOOP
         IF objectid_internal.rekey_name(r.relid) IS NULL THEN
             check_name := format('rows of the table with OID %s', r.relid);
@@ -140,7 +148,7 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
-    FOR r IN SELECT f.*, (st.snapshot -> 'joins' ->> f.constraint_id::text)::bigint AS before
+    FOR r IN SELECT f.*, (snapshot -> 'joins' ->> f.constraint_id::text)::bigint AS before
                FROM objectid_internal.rekey_references(tbl) f
               WHERE counts ? ('join ' || f.constraint_id)
     LOOP

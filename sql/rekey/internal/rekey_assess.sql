@@ -98,6 +98,10 @@ BEGIN
         notes := notes || format('materialized views read the key: REFRESH them after the rekey (rekey_run''s'
                                  ' refresh_materialized_views does): %s', array_to_string(materialized_views, ', '));
     END IF;
+    notes := notes || ARRAY(SELECT format('%s is named like a routine of the toolkit and is not the extension''s: call the'
+                                          ' toolkit schema-qualified, with every argument cast to its type (rekey_plan'
+                                          ' prints the calls)', l)
+                              FROM objectid_internal.rekey_lookalikes() l);
     RETURN NEXT;
 END
 $body$;

@@ -32,7 +32,8 @@ BEGIN
     st := objectid_internal.rekey_state_of(tbl);
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % has been started', tbl
-            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Start it with CALL rekey_run.';
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = format('Start it with CALL %s, naming the column of each row''s creation time.',
+                                objectid_internal.rekey_call('rekey_run', tbl, 'time_column => ''TIME_COLUMN''::pg_catalog.name'));
     END IF;
     IF st.finished_at IS NOT NULL THEN
         RETURN 0;

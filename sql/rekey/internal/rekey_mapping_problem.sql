@@ -32,14 +32,14 @@ BEGIN
           OR EXISTS (SELECT FROM pg_index i WHERE i.indrelid = mapping
                         AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL))
           OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = mapping AND a.attnum > 0
-                        AND (a.atthasdef OR a.attgenerated <> ''))
+                        AND (a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> ''))
           -- Extended statistics: the planner folds their expressions (14 and later) whenever it
           -- plans a read of the table, which rekey_translate does as its caller.
           OR EXISTS (SELECT FROM pg_statistic_ext x WHERE x.stxrelid = mapping)
           OR m.relrowsecurity THEN
         -- Code of its own (a trigger, rule, CHECK, index expression, default or policy) would run
         -- as whoever inserts into or reads the mapping table.
-        RETURN format('%s has a trigger, rule, constraint, index expression, statistics object, default or row-level security of its own',
+        RETURN format('%s has a trigger, rule, constraint, index expression, statistics object, default, identity or row-level security of its own',
                       objectid_internal.rekey_name(mapping));
     END IF;
     RETURN NULL;

@@ -20,7 +20,6 @@ DECLARE
     counts jsonb;
     remaining bigint;
     done bigint;
-    snapshot jsonb;
     r record;
     n bigint;
 BEGIN
@@ -35,7 +34,8 @@ BEGIN
         IF time_column IS NOT NULL AND time_column <> st.time_column THEN
             RAISE EXCEPTION 'the rekey of % started with time column "%", not "%"', tbl, st.time_column, time_column
                 USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Leave time_column out to resume, or call rekey_forget first to start over.';
+                      HINT = format('Leave time_column out to resume, or start over after SELECT %s.',
+                                    objectid_internal.rekey_call('rekey_forget', tbl));
         END IF;
         IF mapping_table IS NOT NULL AND to_regclass(mapping_table) IS DISTINCT FROM st.mapping_table THEN
             RAISE EXCEPTION 'the rekey of % started with mapping table %, not %', tbl, st.mapping_table::regclass, mapping_table
@@ -64,8 +64,9 @@ BEGIN
         RAISE EXCEPTION 'cannot rekey %: %', tbl, problems[1]
             USING ERRCODE = code,
                   DETAIL = 'Every problem found: ' || array_to_string(problems, '; '),
-                  HINT = format('SELECT * FROM %s.rekey_plan(%L, %L) shows the plan and its problems.',
-                                objectid_internal.rekey_api_schema(), tbl::text, time_column);
+                  HINT = format('SELECT * FROM %s shows the plan and its problems.',
+                                objectid_internal.rekey_call('rekey_plan', tbl,
+                                                             format('time_column => %L::pg_catalog.name', time_column)));
     END IF;
     IF st.relid IS NOT NULL THEN
         remaining := (objectid_internal.rekey_read_as_owner(tbl::oid, format(
@@ -104,20 +105,21 @@ BEGIN
                  CROSS JOIN LATERAL jsonb_each(objectid_internal.rekey_read_as_owner(q.relid, q.query)) e);
     remaining := (counts ->> 'keys to do')::bigint;
     done := (counts ->> 'mapped')::bigint;
-    snapshot := jsonb_build_object(
-        'rows', coalesce((SELECT jsonb_object_agg(substr(e.key, 6), e.value) FROM jsonb_each(counts) e
-                           WHERE e.key LIKE 'rows %'), '{}'::jsonb),
-        'joins', coalesce((SELECT jsonb_object_agg(substr(e.key, 6), e.value) FROM jsonb_each(counts) e
-                            WHERE e.key LIKE 'join %'), '{}'::jsonb));
-
     INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
-                                         mapping_table, keys_total, keys_done, started_at, run_started_at, snapshot,
+                                         mapping_table, keys_total, keys_done, started_at, run_started_at,
                                          runner_pid, runner_started)
     VALUES (tbl, (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p'), key, time_column,
             current_setting('TimeZone'), coalesce(fallback_time, '1970-01-01 00:00:00+00'), mapping_oid,
-            done + remaining, done, clock_timestamp(), clock_timestamp(), snapshot, pg_backend_pid(),
+            done + remaining, done, clock_timestamp(), clock_timestamp(), pg_backend_pid(),
             (SELECT a.backend_start FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()))
     RETURNING * INTO st;
+    INSERT INTO objectid_internal.rekey_snapshot (relid, counted, constraint_id, referenced, n)
+    SELECT tbl, substr(e.key, 6)::oid, NULL, NULL, e.value::bigint
+      FROM jsonb_each_text(counts) e WHERE e.key LIKE 'rows %'
+    UNION ALL
+    SELECT tbl, c.conrelid, c.oid, c.confrelid, e.value::bigint
+      FROM jsonb_each_text(counts) e JOIN pg_constraint c ON c.oid = substr(e.key, 6)::oid
+     WHERE e.key LIKE 'join %';
     RETURN st;
 END
 $body$;

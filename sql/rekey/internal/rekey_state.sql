@@ -29,10 +29,7 @@ CREATE TABLE objectid_internal.rekey_state (
     -- The session running it (rekey_runner), recorded by the owner's run: an advisory lock alone
     -- can be taken by anyone.
     runner_pid integer,
-    runner_started timestamptz,
-    -- Row counts and foreign-key join counts when the rekey started, by table OID and constraint
-    -- OID, for rekey_verify.
-    snapshot jsonb NOT NULL
+    runner_started timestamptz
 );
 
 ALTER TABLE objectid_internal.rekey_state ENABLE ROW LEVEL SECURITY;
@@ -70,3 +67,4 @@ $body$;
 
 CREATE TRIGGER rekey_state_guard BEFORE INSERT OR UPDATE OR DELETE ON objectid_internal.rekey_state
     FOR EACH ROW EXECUTE FUNCTION objectid_internal.rekey_state_guard();
+

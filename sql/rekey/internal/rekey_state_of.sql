@@ -17,8 +17,7 @@ BEGIN
     IF st.key_constraint IS DISTINCT FROM (SELECT c.oid FROM pg_constraint c WHERE c.conrelid = tbl AND c.contype = 'p') THEN
         RAISE EXCEPTION 'the recorded rekey of % was of another table with the same OID, or of another primary key', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = format('SELECT %s.rekey_forget(%L) drops the record.', objectid_internal.rekey_api_schema(),
-                                tbl::oid::text);
+                  HINT = format('SELECT %s drops the record.', objectid_internal.rekey_call('rekey_forget', tbl));
     END IF;
     problem := objectid_internal.rekey_mapping_problem(tbl, st.mapping_table);
     IF problem IS NOT NULL THEN

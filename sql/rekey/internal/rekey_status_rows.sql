@@ -15,17 +15,23 @@ SELECT s.relid::regclass, s.key_column,
        CASE WHEN l.pid IS NOT NULL THEN 'running' WHEN s.finished_at IS NOT NULL THEN 'finished' ELSE 'stopped' END,
        s.pass, s.keys_done, s.keys_total,
        round(100.0 * s.keys_done / greatest(s.keys_total, 1), 1),
-       round(r.rate::numeric),
+       round(r.rate),
        -- In numeric, and only for a time an interval can hold: a table's owner writes its row,
        -- and no value there may break the view for everyone else.
        CASE WHEN l.pid IS NOT NULL AND r.rate > 0
-                 AND (s.keys_total::numeric - s.keys_done) / r.rate::numeric BETWEEN 0 AND 1e10
-            THEN make_interval(secs => round((s.keys_total::numeric - s.keys_done) / r.rate::numeric)) END,
+                 AND (s.keys_total::numeric - s.keys_done) / r.rate BETWEEN 0 AND 1e10
+            THEN make_interval(secs => round((s.keys_total::numeric - s.keys_done) / r.rate)) END,
        s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
   FROM objectid_internal.rekey_state s
+  -- The seconds between the two times from their epochs, not from their difference: an interval
+  -- cannot hold the difference of two extreme times, nor (before 17) of an infinite one; and in
+  -- numeric, which extract gives only from 14 on.
   CROSS JOIN LATERAL (
-      SELECT CASE WHEN s.last_batch_at > s.run_started_at
-                  THEN s.run_keys_done / extract(epoch FROM s.last_batch_at - s.run_started_at) END AS rate) r
+      SELECT CASE WHEN isfinite(s.last_batch_at) AND isfinite(s.run_started_at)
+                       AND s.last_batch_at > s.run_started_at
+                  THEN s.run_keys_done::numeric / (extract(epoch FROM s.last_batch_at)::numeric
+                                                   - extract(epoch FROM s.run_started_at)::numeric)
+             END AS rate) r
   LEFT JOIN LATERAL (SELECT objectid_internal.rekey_runner(s.relid, true) AS pid) l ON true
  ORDER BY s.relid::regclass::text
 $body$;

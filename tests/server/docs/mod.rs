@@ -9,13 +9,16 @@
 //!   missing, and the stated signatures and properties are the catalog's.
 //! - `every_link_in_the_docs_resolves`: relative links and their #anchors point at files and
 //!   headings that exist.
+//! - `every_toolkit_call_in_the_docs_is_qualified_and_cast`: the rekey toolkit's calls in the
+//!   examples are the ones a superuser may copy where another role planted overloads.
 //! - `the_runner_*`: the runner itself, on pages written here, fails where it must: a test that
 //!   could not fail would let the docs drift unnoticed.
 //!
 //! One file per concern: `blocks` reads a page's code blocks and annotations into the plan of its
 //! run, `runner` runs that plan through psql, `examples` runs every page, `runner_checks` makes
 //! the runner fail on pages written for it, `reference_tables` reads docs/reference.md's tables,
-//! `reference` holds them against the catalogs, and `links` follows every link.
+//! `reference` holds them against the catalogs, `links` follows every link, and `toolkit_calls`
+//! reads the toolkit's calls.
 
 use std::path::Path;
 
@@ -26,6 +29,7 @@ mod reference;
 mod reference_tables;
 mod runner;
 mod runner_checks;
+mod toolkit_calls;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -131,10 +131,57 @@ fn the_plan_in_the_docs_is_what_rekey_plan_prints() {
         .unwrap();
     let want = docs_block("<!-- example-plan");
     let got: Vec<String> = c
-        .query("SELECT * FROM rekey_plan('orders', 'created_at')", &[])
+        .query(
+            "SELECT * FROM public.rekey_plan('orders'::regclass, time_column => 'created_at'::name)",
+            &[],
+        )
         .unwrap()
         .iter()
         .map(|r| r.get(0))
         .collect();
     assert_eq!(got.join("\n") + "\n", want);
+}
+
+/// Issue 36: under a statement_timeout, which times the whole CALL as one statement, rekey_run
+/// warns at its start, with how to lift it; without one it says nothing of it.
+#[test]
+fn a_run_under_a_statement_timeout_warns() {
+    use std::str::FromStr;
+    use std::sync::{Arc, Mutex};
+    let Database {
+        name: db,
+        client: mut setup,
+    } = database_with_extension("");
+    create_shop(&mut setup, 50);
+    setup
+        .batch_execute("SELECT public.rekey_switch_default('customers'::regclass)")
+        .unwrap();
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let kept = warnings.clone();
+    let mut c = postgres::Config::from_str(&format!("{} dbname={db}", dsn()))
+        .unwrap()
+        .notice_callback(move |n| {
+            if n.severity() == "WARNING" {
+                kept.lock().unwrap().push(format!(
+                    "{} {}",
+                    n.message(),
+                    n.hint().unwrap_or_default()
+                ));
+            }
+        })
+        .connect(postgres::NoTls)
+        .unwrap();
+    let run = "CALL public.rekey_run('customers'::regclass, time_column => 'created_at'::name, max_batches => 1,
+                                     batch_size => 10)";
+    c.batch_execute(run).unwrap();
+    assert!(warnings.lock().unwrap().is_empty(), "{warnings:?}");
+    c.batch_execute("SET statement_timeout = '10min'").unwrap();
+    c.batch_execute(run).unwrap();
+    let got = warnings.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("statement_timeout (10min) counts the whole CALL")
+            && got[0].contains("SET statement_timeout = 0"),
+        "{got:?}"
+    );
 }

@@ -196,8 +196,8 @@ fn wrong_use_is_refused_before_anything_changes() {
     let (got, message) = error_of(
         &mut c,
         "INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone, fallback_time,
-                                  mapping_table, keys_total, started_at, run_started_at, snapshot)
-         VALUES ('customers'::regclass, 0, 'id', 'created_at', 'UTC', now(), 'customers'::regclass, 0, now(), now(), '{}')",
+                                  mapping_table, keys_total, started_at, run_started_at)
+         VALUES ('customers'::regclass, 0, 'id', 'created_at', 'UTC', now(), 'customers'::regclass, 0, now(), now())",
     );
     assert_eq!(got, SqlState::INSUFFICIENT_PRIVILEGE, "{message}");
     assert!(

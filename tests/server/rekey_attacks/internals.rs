@@ -222,3 +222,201 @@ fn review_8_internal_functions_refuse_bad_arguments_with_their_sqlstate() {
         expect_error(&mut nobody, sql, &state);
     }
 }
+
+/// The values a call gives an argument of `type_name`: the first one plausible (what the other
+/// arguments hold while one varies), the rest the degenerate ones the toolkit never passes.
+fn argument_values(type_name: &str) -> Vec<&'static str> {
+    let mut values: Vec<&'static str> = match type_name {
+        "oid" => vec![
+            "'tt'::regclass::oid",
+            "0",
+            "1",
+            "4294967295",
+            "'pg_class'::regclass::oid",
+            "'public.theirs'::regclass::oid",
+            "'tt_pkey'::regclass::oid",
+        ],
+        "regclass" => vec![
+            "'tt'",
+            "0",
+            "'pg_class'",
+            "'public.theirs'",
+            "'tt_pkey'",
+            "'ts'",
+            "'tv'",
+        ],
+        "regnamespace" => vec!["'public'", "0", "'pg_catalog'", "'objectid_internal'"],
+        "text" => vec![
+            "'SELECT 1 AS a'",
+            "''",
+            "' '",
+            "'COPY tt TO STDOUT'",
+            "'COPY tt FROM STDIN'",
+            "'BEGIN'",
+            "'COMMIT'",
+            "'SAVEPOINT x'",
+            "'SELECT'",
+            "'SELECT 1/0'",
+            "'SELECT NULL'",
+            "'SELECT 1; SELECT 2'",
+            "'SELECT * FROM tt'",
+            "'SELECT ARRAY[NULL::uuid]'",
+            "'SELECT pg_sleep(10)'",
+            "'INSERT INTO tt VALUES (gen_random_uuid(), now()) RETURNING *'",
+            "'DO $$ BEGIN END $$'",
+            "'\"'",
+            "repeat('x', 100000)",
+            "'infinity'",
+            "'no such zone'",
+        ],
+        "name" => vec![
+            "'id'",
+            "''",
+            "repeat('x', 63)",
+            "'\"'",
+            "'created_at'",
+            "'ctid'",
+        ],
+        "integer" => vec!["1", "0", "-1", "2147483647", "-2147483648"],
+        "smallint" => vec!["1", "0", "-1", "32767", "-32768"],
+        "bigint" => vec![
+            "1",
+            "0",
+            "-1",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ],
+        "boolean" => vec!["false", "true"],
+        "uuid" => vec![
+            "'00000000-0000-0000-0000-000000000000'",
+            "'ffffffff-ffff-ffff-ffff-ffffffffffff'",
+        ],
+        "timestamp with time zone" => vec![
+            "now()",
+            "'infinity'",
+            "'-infinity'",
+            "'4714-11-24 00:00:00+00 BC'",
+            "'294276-12-31 23:59:59+00'",
+        ],
+        "interval" => vec!["'1 s'", "'-1 s'", "'0'", "'178000000 years'"],
+        "double precision" => vec!["1", "0", "-1", "'NaN'", "'Infinity'", "'-Infinity'"],
+        "oid[]" => vec![
+            "'{}'",
+            "'{NULL}'",
+            "'{0}'",
+            "ARRAY['tt'::regclass::oid]",
+            "ARRAY['tt'::regclass::oid, 'tt'::regclass::oid]",
+        ],
+        "text[]" => vec![
+            "'{}'",
+            "'{NULL}'",
+            "'{\"\"}'",
+            "'{x}'",
+            "'{\"SELECT 1\", \"BEGIN\"}'",
+        ],
+        "name[]" => vec!["'{}'", "'{NULL}'", "'{\"\"}'", "'{id}'"],
+        "uuid[]" => vec![
+            "'{}'",
+            "'{NULL}'",
+            "'{00000000-0000-0000-0000-000000000000}'",
+            "'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}'",
+        ],
+        "objectid_internal.rekey_column[]" => vec![
+            "'{}'",
+            "'{NULL}'",
+            "ARRAY[ROW(0, 1, 'id', 'uuid', 0)::objectid_internal.rekey_column]",
+            "ARRAY[ROW('tt'::regclass, 1, 'id', 'uuid', 0)::objectid_internal.rekey_column]",
+            "ARRAY[ROW('tt'::regclass, -1, '', 0, -1)::objectid_internal.rekey_column]",
+        ],
+        other => panic!("no values for an argument of type {other}: add them"),
+    };
+    values.push("NULL");
+    values
+}
+
+/// Issue 36: every function of objectid_internal, called by a role with no privileges (and by a
+/// superuser) with every degenerate value of each argument in turn, answers with a SQLSTATE of
+/// its error's class, never XX000, and never takes the session or the server down.
+#[test]
+fn no_internal_function_answers_xx000_to_any_argument() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = database_with_extension("");
+    hostile_role(&mut admin, "rekey_sweep_nobody");
+    admin
+        .batch_execute(
+            "CREATE TABLE public.theirs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz);
+             INSERT INTO public.theirs (created_at) SELECT now() FROM generate_series(1, 3);",
+        )
+        .unwrap();
+    let functions: Vec<(String, Vec<String>)> = admin
+        .query(
+            "SELECT p.proname::text,
+                    ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY a(t, i) ORDER BY i)
+               FROM pg_proc p
+              WHERE p.pronamespace = 'objectid_internal'::regnamespace AND p.prokind = 'f'
+                AND p.prorettype <> 'trigger'::regtype
+              ORDER BY 1, 2",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(functions.len() > 40, "{functions:?}");
+    let mut calls = Vec::new();
+    for (name, types) in &functions {
+        let call = |values: &[&str]| {
+            let args: Vec<String> = values
+                .iter()
+                .zip(types)
+                .map(|(v, t)| format!("({v})::{t}"))
+                .collect();
+            format!("SELECT objectid_internal.{name}({})", args.join(", "))
+        };
+        let base: Vec<&str> = types.iter().map(|t| argument_values(t)[0]).collect();
+        calls.push(call(&base));
+        calls.push(call(&vec!["NULL"; types.len()]));
+        for (i, t) in types.iter().enumerate() {
+            for value in argument_values(t).into_iter().skip(1) {
+                let mut values = base.clone();
+                values[i] = value;
+                calls.push(call(&values));
+            }
+        }
+    }
+    let mut internal_errors = Vec::new();
+    let mut nobody = connect_as(&db, "rekey_sweep_nobody");
+    for (who, c) in [("nobody", &mut nobody), ("the superuser", &mut admin)] {
+        c.batch_execute(
+            "CREATE TEMP TABLE tt (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz);
+             INSERT INTO tt (created_at) SELECT now() FROM generate_series(1, 3);
+             CREATE TEMP SEQUENCE ts; CREATE TEMP VIEW tv AS SELECT * FROM tt;",
+        )
+        .unwrap();
+        for sql in &calls {
+            c.batch_execute("BEGIN; SET LOCAL statement_timeout = '3s'")
+                .unwrap();
+            if let Err(e) = c.batch_execute(sql) {
+                let db_error = e
+                    .as_db_error()
+                    .unwrap_or_else(|| panic!("{who}: {sql}: the session is gone: {e:?}"));
+                if *db_error.code() == postgres::error::SqlState::INTERNAL_ERROR {
+                    internal_errors.push(format!("{who}: {sql}: {}", db_error.message()));
+                }
+            }
+            c.batch_execute("ROLLBACK")
+                .unwrap_or_else(|e| panic!("{who}: after {sql}: {e:?}"));
+        }
+    }
+    assert!(
+        internal_errors.is_empty(),
+        "{} of {} calls answered XX000:\n{}",
+        internal_errors.len(),
+        2 * calls.len(),
+        internal_errors.join("\n")
+    );
+    assert!(!is_superuser(&mut admin, "rekey_sweep_nobody"));
+    assert_log_clean("the sweep of objectid_internal's functions");
+}

@@ -26,10 +26,10 @@ fn a_forged_record_does_not_break_rekey_status() {
             "CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz DEFAULT now());
              INSERT INTO objectid_internal.rekey_state (relid, key_constraint, key_column, time_column, time_zone,
                  fallback_time, mapping_table, keys_total, keys_done, run_keys_done, started_at, run_started_at,
-                 last_batch_at, snapshot)
+                 last_batch_at)
              VALUES ('m.t'::regclass, (SELECT oid FROM pg_constraint WHERE conrelid = 'm.t'::regclass AND contype = 'p'),
                      'id', 'created_at', 'UTC', now(), 'm.t'::regclass, 9000000000000000000, -9000000000000000000, 1,
-                     now() - interval '1000000 s', now() - interval '1000000 s', now(), '{}')",
+                     now() - interval '1000000 s', now() - interval '1000000 s', now())",
         )
         .unwrap();
     let key = one_i64(

@@ -10,8 +10,9 @@
 //!
 //! One file per class of attack: `owner_code` (a table owner's code of every kind),
 //! `other_owner` (a child table of another owner), `planted_functions` (functions planted where the
-//! toolkit looks, issue 18's repros), `locks_and_state` (the caller's advisory locks and the
-//! rekey's record), `review_findings` (what the first three adversarial reviews found),
+//! toolkit looks, issue 18's repros), `printed_calls` (every call the toolkit prints, followed by a
+//! superuser where the database owner planted overloads), `locks_and_state` (the caller's advisory locks and the
+//! rekey's record), `record_values` (what an owner writes into its record, and who reads it), `review_findings` (what the first three adversarial reviews found),
 //! `internals` (the toolkit's internal functions called directly) and `callers_session` (what the
 //! caller's session holds: temporary objects, large objects, dblink connections). This file holds
 //! the hostile role's tables and logs, and the checks that it gained nothing.
@@ -22,6 +23,8 @@ mod locks_and_state;
 mod other_owner;
 mod owner_code;
 mod planted_functions;
+mod printed_calls;
+mod record_values;
 mod review_findings;
 
 use postgres::Client;

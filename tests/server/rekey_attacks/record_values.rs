@@ -1,0 +1,251 @@
+//! What a table's owner may write into the record of its table's rekey, and what another role may
+//! read from it (issue 36): no value breaks rekey_status for anyone else, the counts a rekey starts
+//! with show only to a role that may read what they count, and a mapping table that numbers its
+//! batches itself does not qualify.
+
+use postgres::Client;
+
+use crate::common::*;
+
+/// Every kind of value the record's columns hold, at its extremes, each written by the table's
+/// owner into its own row (row-level security lets it).
+const FORGED: &[&str] = &[
+    "last_batch_at = 'infinity', run_started_at = '-infinity'",
+    "last_batch_at = 'infinity'",
+    "run_started_at = '-infinity', last_batch_at = now()",
+    "run_started_at = 'infinity', last_batch_at = 'infinity'",
+    "last_batch_at = '294276-12-31 23:59:59+00', run_started_at = '4714-11-24 00:00:00+00 BC'",
+    "last_batch_at = now(), run_started_at = now() - interval '1 microsecond',
+     run_keys_done = 9223372036854775807, keys_total = 9223372036854775807, keys_done = -9223372036854775808",
+    "keys_done = 9223372036854775807, keys_total = -9223372036854775808, run_keys_done = -9223372036854775808",
+    "keys_total = 0, keys_done = 0, run_keys_done = 0, last_batch_at = now(), run_started_at = now() - interval '1 s'",
+    "started_at = 'infinity', finished_at = '-infinity', pass = -2147483648, batches = 9223372036854775807,
+     runs = 2147483647",
+    "pass = 2147483647, batches = -9223372036854775808, runs = -2147483648, finished_at = NULL,
+     last_batch_at = NULL",
+    "key_column = repeat('k', 63), time_column = '\"; DROP TABLE x; --', time_zone = 'no such zone'",
+    "key_column = '', time_column = '', time_zone = ''",
+    "mapping_table = 0, key_constraint = 4294967295, fallback_time = 'infinity'",
+    "mapping_table = 4294967295, high_water = 'ffffffff-ffff-ffff-ffff-ffffffffffff'",
+    "runner_pid = 2147483647, runner_started = 'infinity'",
+    "runner_pid = -2147483648, runner_started = '-infinity'",
+    "runner_pid = NULL, runner_started = NULL",
+];
+
+/// Every column of every row of rekey_status as text, which reads each column.
+fn status(c: &mut Client) -> Result<Vec<String>, postgres::Error> {
+    Ok(c.query(
+        "SELECT r::text FROM public.rekey_status r ORDER BY r.table_name::text",
+        &[],
+    )?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
+}
+
+#[test]
+fn no_value_an_owner_writes_into_its_record_breaks_rekey_status_for_anyone() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = database_with_extension("");
+    hostile_role(&mut admin, "rekey_record_writer");
+    hostile_role(&mut admin, "rekey_record_reader");
+    admin
+        .batch_execute(
+            "CREATE SCHEMA m AUTHORIZATION rekey_record_writer;
+             CREATE TABLE public.victim (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                         created_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO public.victim SELECT FROM generate_series(1, 20);
+             SELECT public.rekey_switch_default('public.victim'::regclass);
+             GRANT SELECT ON public.victim TO rekey_record_reader;",
+        )
+        .unwrap();
+    admin
+        .batch_execute(
+            "CALL public.rekey_run('public.victim'::regclass, time_column => 'created_at'::name)",
+        )
+        .unwrap();
+    let mut writer = connect_as(&db, "rekey_record_writer");
+    writer
+        .batch_execute(
+            "CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO m.t SELECT FROM generate_series(1, 20);
+             SELECT public.rekey_switch_default('m.t'::regclass);
+             GRANT USAGE ON SCHEMA m TO rekey_record_reader; GRANT SELECT ON m.t TO rekey_record_reader;",
+        )
+        .unwrap();
+    writer
+        .batch_execute("CALL public.rekey_run('m.t'::regclass, time_column => 'created_at'::name)")
+        .unwrap();
+    let mut reader = connect_as(&db, "rekey_record_reader");
+    assert_eq!(status(&mut admin).unwrap().len(), 2);
+    let victim = |rows: &[String]| {
+        rows.iter()
+            .filter(|r| r.starts_with("(victim,id,finished,"))
+            .count()
+    };
+    // The forged row poses as run by the reading session itself, which is busy reading: the view
+    // then computes the time left too.
+    let admin_session = one_string(
+        &mut admin,
+        "SELECT format('runner_pid = %s, runner_started = %L', pid, backend_start)
+           FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+    );
+    for forged in FORGED
+        .iter()
+        .map(|f| f.to_string())
+        .chain([admin_session.clone()])
+    {
+        writer
+            .batch_execute(&format!(
+                "UPDATE objectid_internal.rekey_state SET {forged} WHERE relid = 'm.t'::regclass"
+            ))
+            .unwrap_or_else(|e| panic!("{forged}: {e:?}"));
+        for (who, c) in [("the superuser", &mut admin), ("a reader", &mut reader)] {
+            let rows = status(c).unwrap_or_else(|e| panic!("{forged}, read by {who}: {e:?}"));
+            assert_eq!(rows.len(), 2, "{forged}, read by {who}: {rows:?}");
+            assert_eq!(victim(&rows), 1, "{forged}, read by {who}: {rows:?}");
+        }
+        // Each on top of a rate the reading session can be running at.
+        if !forged.starts_with("runner_") {
+            writer
+                .batch_execute(&format!(
+                    "UPDATE objectid_internal.rekey_state SET {admin_session} WHERE relid = 'm.t'::regclass"
+                ))
+                .unwrap();
+            let rows = status(&mut admin).unwrap_or_else(|e| panic!("{forged}, running: {e:?}"));
+            assert_eq!(victim(&rows), 1, "{forged}, running: {rows:?}");
+        }
+    }
+    assert!(!is_superuser(&mut admin, "rekey_record_writer"));
+}
+
+/// The counts a rekey starts with: a role that may read the key table, and so its record, but not
+/// a table that references it sees neither that table's row count nor the join's.
+#[test]
+fn the_starting_counts_show_only_to_who_may_read_what_they_count() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = database_with_extension("");
+    hostile_role(&mut admin, "rekey_counts_reader");
+    admin
+        .batch_execute(
+            "CREATE TABLE public.parent (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                         created_at timestamptz NOT NULL DEFAULT now());
+             CREATE TABLE public.secret_child (id serial PRIMARY KEY,
+                                               parent_id uuid REFERENCES public.parent ON UPDATE CASCADE);
+             CREATE INDEX ON public.secret_child (parent_id);
+             INSERT INTO public.parent SELECT FROM generate_series(1, 7);
+             INSERT INTO public.secret_child (parent_id) SELECT p.id FROM public.parent p, generate_series(1, 3);
+             SELECT public.rekey_switch_default('public.parent'::regclass);
+             GRANT SELECT ON public.parent TO rekey_counts_reader;",
+        )
+        .unwrap();
+    admin
+        .batch_execute(
+            "CALL public.rekey_run('public.parent'::regclass, time_column => 'created_at'::name)",
+        )
+        .unwrap();
+    let counts = "SELECT coalesce(string_agg(format('%s %s %s', counted::regclass, constraint_id IS NOT NULL, n), '; '
+                                             ORDER BY counted::regclass::text, constraint_id IS NOT NULL), '')
+                    FROM objectid_internal.rekey_snapshot";
+    assert_eq!(
+        one_string(&mut admin, counts),
+        "parent f 7; secret_child f 21; secret_child t 21"
+    );
+    let mut reader = connect_as(&db, "rekey_counts_reader");
+    assert_eq!(one_string(&mut reader, counts), "parent f 7");
+    // The record it reads holds no count, nor does the status it reads.
+    for record in [
+        "SELECT to_jsonb(s) FROM objectid_internal.rekey_state s",
+        "SELECT to_jsonb(objectid_internal.rekey_state_of('public.parent'::regclass))",
+        "SELECT to_jsonb(r) FROM public.rekey_status r",
+    ] {
+        assert_eq!(
+            one_i64(
+                &mut reader,
+                &format!("SELECT count(*) FROM ({record}) r(j), jsonb_each_text(r.j) e WHERE e.value = '21'")
+            ),
+            0,
+            "{record}"
+        );
+    }
+    // Nor may it write counts for a table it does not own.
+    let (state, message) = error_of(
+        &mut reader,
+        "INSERT INTO objectid_internal.rekey_snapshot (relid, counted, n)
+         VALUES ('public.parent'::regclass, 'public.parent'::regclass, 1)",
+    );
+    assert_eq!(
+        state,
+        postgres::error::SqlState::INSUFFICIENT_PRIVILEGE,
+        "{message}"
+    );
+    // The owner's verification still compares every count.
+    let checks = strings(
+        &mut admin,
+        "SELECT check_name || ' ' || status FROM public.rekey_verify('public.parent'::regclass)
+          WHERE check_name LIKE 'rows%' OR check_name LIKE 'join%'",
+    );
+    assert_eq!(
+        checks,
+        [
+            "rows of public.parent ok",
+            "rows of public.secret_child ok",
+            "join public.secret_child -> public.parent (secret_child_parent_id_fkey) ok"
+        ]
+    );
+    // Forgetting the rekey forgets its counts.
+    admin
+        .batch_execute("SELECT public.rekey_forget('public.parent'::regclass)")
+        .unwrap();
+    assert_eq!(one_string(&mut admin, counts), "");
+}
+
+/// A mapping table whose batch column numbers itself (an identity) runs the owner's sequence as
+/// whoever inserts into it, as a default would: it does not qualify.
+#[test]
+fn a_mapping_table_with_an_identity_column_does_not_qualify() {
+    let Database {
+        name: _db,
+        client: mut admin,
+    } = database_with_extension("");
+    admin
+        .batch_execute(
+            "CREATE TABLE public.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL);
+             CREATE TABLE public.plain_map (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL);
+             CREATE TABLE public.by_default_map (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE,
+                                                 batch bigint GENERATED BY DEFAULT AS IDENTITY);
+             CREATE TABLE public.always_map (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE,
+                                             batch bigint GENERATED ALWAYS AS IDENTITY);
+             SELECT public.rekey_switch_default('public.t'::regclass);
+             DO $$ BEGIN
+                 EXECUTE format('COMMENT ON TABLE public.plain_map IS %L', objectid_internal.rekey_mapping_comment('public.t'));
+                 EXECUTE format('COMMENT ON TABLE public.by_default_map IS %L', objectid_internal.rekey_mapping_comment('public.t'));
+                 EXECUTE format('COMMENT ON TABLE public.always_map IS %L', objectid_internal.rekey_mapping_comment('public.t'));
+             END $$;",
+        )
+        .unwrap();
+    let problem = |c: &mut Client, map: &str| {
+        c.query_one(
+            &format!("SELECT objectid_internal.rekey_mapping_problem('public.t'::regclass, 'public.{map}'::regclass)"),
+            &[],
+        )
+        .unwrap()
+        .get::<_, Option<String>>(0)
+    };
+    assert_eq!(problem(&mut admin, "plain_map"), None);
+    for map in ["by_default_map", "always_map"] {
+        let found = problem(&mut admin, map).unwrap_or_else(|| panic!("{map} qualified"));
+        assert!(found.contains("identity"), "{found}");
+    }
+    let message = expect_error(
+        &mut admin,
+        "CALL public.rekey_run('public.t'::regclass, time_column => 'created_at'::name,
+                               mapping_table => 'public.by_default_map'::text)",
+        &postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+    );
+    assert!(message.contains("identity"), "{message}");
+}
