@@ -37,8 +37,8 @@ def generate():
         if path in HAND or body.strip() in old:
             continue
         new_file = path.rsplit("/", 1)[1].removesuffix(".sql") not in old
-        assert new_file or not re.search(r"^CREATE (TABLE|TYPE|VIEW)", body, flags=re.M), f"{path}: write its update by hand"
-        body = re.sub(r"^CREATE (FUNCTION|PROCEDURE) ", r"CREATE OR REPLACE \1 ", body, flags=re.M)
+        assert new_file or not re.search(r"^CREATE (TABLE|TYPE|VIEW)", body, flags=re.MULTILINE), f"{path}: write its update by hand"
+        body = re.sub(r"^CREATE (FUNCTION|PROCEDURE) ", r"CREATE OR REPLACE \1 ", body, flags=re.MULTILINE)
         parts.append(f"-- {path}\n" + body.rstrip("\n") + "\n")
     return header + "\n" + "\n".join(parts) + "\n" + footer
 

@@ -22,20 +22,6 @@ pub extern "C-unwind" fn _PG_init() {
     planner::init();
 }
 
-#[cfg(feature = "pg_test")]
-#[path = "../pgrx-tests/mod.rs"]
-mod pgrx_tests;
-
-/// Hooks for `cargo pgrx test`, which builds with the `pg_test` feature.
-#[cfg(test)]
-pub mod pg_test {
-    pub fn setup(_options: Vec<&str>) {}
-
-    pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
-    }
-}
-
 /// Turns off the Rust backtraces that pgrx's panic hook captures for every error that passes
 /// through the extension (PostgreSQL's own included, such as a disk-full 53100 in a rekey) and
 /// appends to the DETAIL the client reads, when the server's environment has `RUST_BACKTRACE=1`:
@@ -52,5 +38,19 @@ fn no_backtraces_for_clients() {
     match before {
         Some(value) => std::env::set_var(NAME, value),
         None => std::env::remove_var(NAME),
+    }
+}
+
+#[cfg(feature = "pg_test")]
+#[path = "../pgrx-tests/mod.rs"]
+mod pgrx_tests;
+
+/// Hooks for `cargo pgrx test`, which builds with the `pg_test` feature.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
     }
 }
