@@ -1061,12 +1061,13 @@ SELECT s.relid::regclass, s.key_column,
   FROM objectid_internal.rekey_state s
   -- The seconds between the two times from their epochs, not from their difference: an interval
   -- cannot hold the difference of two extreme times, nor (before 17) of an infinite one; and in
-  -- numeric, which extract gives only from 14 on.
+  -- numeric, which extract gives only from 14 on (13's float8 epochs of two times a microsecond
+  -- apart may be equal).
   CROSS JOIN LATERAL (
       SELECT CASE WHEN isfinite(s.last_batch_at) AND isfinite(s.run_started_at)
                        AND s.last_batch_at > s.run_started_at
-                  THEN s.run_keys_done::numeric / (extract(epoch FROM s.last_batch_at)::numeric
-                                                   - extract(epoch FROM s.run_started_at)::numeric)
+                  THEN s.run_keys_done::numeric / nullif(extract(epoch FROM s.last_batch_at)::numeric
+                                                          - extract(epoch FROM s.run_started_at)::numeric, 0)
              END AS rate) r
   LEFT JOIN LATERAL (SELECT objectid_internal.rekey_runner(s.relid, true) AS pid) l ON true
  ORDER BY s.relid::regclass::text
