@@ -64,6 +64,7 @@ mod install {
         "../../sql/rekey/internal/rekey_leaf_density.sql" => "rekey_internal_rekey_leaf_density",
         "../../sql/rekey/internal/rekey_api_schema.sql" => "rekey_internal_rekey_api_schema",
         "../../sql/rekey/internal/rekey_uuidv7_functions.sql" => "rekey_internal_rekey_uuidv7_functions",
+        "../../sql/rekey/internal/rekey_reads_every_row.sql" => "rekey_internal_rekey_reads_every_row",
         "../../sql/rekey/internal/rekey_state.sql" => "rekey_internal_rekey_state",
         "../../sql/rekey/internal/rekey_snapshot.sql" => "rekey_internal_rekey_snapshot",
         "../../sql/rekey/internal/rekey_name.sql" => "rekey_internal_rekey_name",

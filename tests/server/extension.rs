@@ -123,6 +123,13 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_readable", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_reads_every_row",
+        "s",
+        true,
+        "s",
+        false,
+    ),
     ("objectid_internal.rekey_references", "s", true, "s", false),
     (
         "objectid_internal.rekey_refresh_materialized_view",
@@ -132,6 +139,13 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         false,
     ),
     ("objectid_internal.rekey_relation", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_run_arguments",
+        "s",
+        false,
+        "s",
+        false,
+    ),
     ("objectid_internal.rekey_run_end", "v", true, "u", false),
     ("objectid_internal.rekey_runner", "s", true, "r", false),
     ("objectid_internal.rekey_start", "v", false, "u", false),

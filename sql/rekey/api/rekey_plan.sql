@@ -38,6 +38,8 @@ DECLARE
     r record;
     line text;
     found_lookalike boolean := false;
+    -- The mapping table as the caller named it, for the run the steps print.
+    plan_mapping_table text := mapping_table;
 BEGIN
     IF batch_size < 1 THEN
         RAISE EXCEPTION 'batch_size must be at least 1, not %', batch_size USING ERRCODE = 'invalid_parameter_value';
@@ -174,7 +176,8 @@ BEGIN
 
     step := step + 1;
     RETURN NEXT format('  %s. CALL %s: records the starting counts%s', step,
-                       objectid_internal.rekey_call('rekey_run', tbl, format('time_column => %L::pg_catalog.name', time_column)),
+                       objectid_internal.rekey_call('rekey_run', tbl, objectid_internal.rekey_run_arguments(
+                           time_column, batch_size, plan_mapping_table, fire_triggers)),
                        CASE WHEN to_regclass(mapping) IS NULL THEN ' and creates the mapping table' ELSE '' END);
     IF to_regclass(mapping) IS NULL THEN
         RETURN NEXT format('       CREATE TABLE %s (old_key uuid PRIMARY KEY, new_key uuid NOT NULL UNIQUE, batch bigint NOT NULL)', mapping);

@@ -79,7 +79,9 @@ BEGIN
         check_name := format('version-4 values in %s.%I', r.relid, r.attname);
         IF NOT objectid_internal.rekey_readable(tbl, r.relid::oid) THEN
             status := 'failed';
-            detail := format('not read: of type %s, or of an owner you may not act as', r.atttype);
+            detail := CASE WHEN r.atttype <> 'uuid'::regtype
+                           THEN format('not read: of type %s, not uuid', r.atttype)
+                           ELSE 'not read: a table (or a partition) of an owner you may not act as' END;
         ELSE
             n := (objectid_internal.rekey_read_as_owner(r.relid::oid, format(
                       'SELECT pg_catalog.count(*) AS n FROM %s t'

@@ -24,10 +24,11 @@ BEGIN
         RAISE EXCEPTION 'the primary key of % has % columns (%), not one: it includes the partition key',
                 tbl, cardinality(key_columns), array_to_string(key_columns, ', ')
             USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'The rekey toolkit moves a primary key of one uuid column, so a table partitioned by another column is'
-                         ' not rekeyed by it. Partition it by the key instead (UUIDv7 keys are in time order, so ranges of the'
-                         ' key are ranges of time), or rewrite its keys in a maintenance window with UPDATE ... SET id ='
-                         ' uuidv7_at(created_at) over each partition, its foreign keys ON UPDATE CASCADE.';
+                  HINT = format('The rekey toolkit moves a primary key of one uuid column, so a table partitioned by another column is'
+                                ' not rekeyed by it. Partition it by the key instead (UUIDv7 keys are in time order, so ranges of the'
+                                ' key are ranges of time), or rewrite its keys in a maintenance window with UPDATE ... SET id ='
+                                ' %s.uuidv7_at(created_at::pg_catalog.timestamptz) over each partition (created_at: its creation'
+                                ' time), its foreign keys ON UPDATE CASCADE.', objectid_internal.rekey_api_schema());
     ELSIF cardinality(key_columns) > 1 THEN
         RAISE EXCEPTION 'the primary key of % has % columns (%), not one',
                 tbl, cardinality(key_columns), array_to_string(key_columns, ', ')

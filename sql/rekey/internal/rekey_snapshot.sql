@@ -1,7 +1,8 @@
 -- The row counts and foreign-key join counts when the rekey started, which rekey_verify compares
 -- with: one row per count, apart from the record because each is shown only to a role that may
--- read the tables it counts (a role that may read the key table, and so its record, must not learn
--- how many rows a table it may not read holds). Written by the same rule as the record, and gone
+-- read every row of the tables it counts (a role that may read the key table, and so its record,
+-- must not learn how many rows a table holds that it may not read, or of which row-level security
+-- shows it only some). Written by the same rule as the record, and gone
 -- with it.
 CREATE TABLE objectid_internal.rekey_snapshot (
     relid oid NOT NULL REFERENCES objectid_internal.rekey_state ON DELETE CASCADE,
@@ -15,13 +16,13 @@ CREATE TABLE objectid_internal.rekey_snapshot (
 CREATE INDEX ON objectid_internal.rekey_snapshot (relid);
 
 ALTER TABLE objectid_internal.rekey_snapshot ENABLE ROW LEVEL SECURITY;
--- A count of a table that is gone only to a member of the key table's owner: has_table_privilege
--- knows nothing of it.
+-- A count of a table that is gone only to a member of the key table's owner: no privilege on it
+-- is left to ask about.
 CREATE POLICY rekey_snapshot_read ON objectid_internal.rekey_snapshot FOR SELECT
     USING (CASE WHEN EXISTS (SELECT FROM pg_class c WHERE c.oid = counted)
                      AND (referenced IS NULL OR EXISTS (SELECT FROM pg_class c WHERE c.oid = referenced))
-                THEN coalesce(has_table_privilege(counted, 'SELECT')
-                              AND (referenced IS NULL OR has_table_privilege(referenced, 'SELECT')), false)
+                THEN objectid_internal.rekey_reads_every_row(counted)
+                     AND (referenced IS NULL OR objectid_internal.rekey_reads_every_row(referenced))
                 ELSE coalesce(pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'), false) END);
 CREATE POLICY rekey_snapshot_insert ON objectid_internal.rekey_snapshot FOR INSERT
     WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));

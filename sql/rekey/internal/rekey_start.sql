@@ -65,8 +65,8 @@ BEGIN
             USING ERRCODE = code,
                   DETAIL = 'Every problem found: ' || array_to_string(problems, '; '),
                   HINT = format('SELECT * FROM %s shows the plan and its problems.',
-                                objectid_internal.rekey_call('rekey_plan', tbl,
-                                                             format('time_column => %L::pg_catalog.name', time_column)));
+                                objectid_internal.rekey_call('rekey_plan', tbl, objectid_internal.rekey_run_arguments(
+                                    time_column, NULL, mapping_table, fire_triggers)));
     END IF;
     IF st.relid IS NOT NULL THEN
         remaining := (objectid_internal.rekey_read_as_owner(tbl::oid, format(

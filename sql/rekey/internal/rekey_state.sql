@@ -1,7 +1,7 @@
 -- One row per table being rekeyed or rekeyed. Its progress columns change in the same transaction
 -- as the batch they count, so that a run killed at any point resumes exactly where the last
--- committed batch left it. Row-level security shows each row to whoever may read the table and
--- lets only the table's owner (or a member of its role) write it.
+-- committed batch left it. Row-level security shows each row to whoever may read every row of the
+-- table and lets only the table's owner (or a member of its role) write it.
 CREATE TABLE objectid_internal.rekey_state (
     relid oid PRIMARY KEY,
     -- The table's primary key constraint when the rekey started: a table dropped and another made
@@ -33,8 +33,9 @@ CREATE TABLE objectid_internal.rekey_state (
 );
 
 ALTER TABLE objectid_internal.rekey_state ENABLE ROW LEVEL SECURITY;
+-- Its counts are of the whole table: not for a role that row-level security shows only some rows.
 CREATE POLICY rekey_state_read ON objectid_internal.rekey_state FOR SELECT
-    USING (has_table_privilege(relid, 'SELECT'));
+    USING (objectid_internal.rekey_reads_every_row(relid));
 CREATE POLICY rekey_state_insert ON objectid_internal.rekey_state FOR INSERT
     WITH CHECK (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = relid), 'USAGE'));
 CREATE POLICY rekey_state_update ON objectid_internal.rekey_state FOR UPDATE

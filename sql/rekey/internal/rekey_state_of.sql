@@ -22,7 +22,9 @@ BEGIN
     problem := objectid_internal.rekey_mapping_problem(tbl, st.mapping_table);
     IF problem IS NOT NULL THEN
         RAISE EXCEPTION 'the mapping table of the rekey of % cannot be used: %', tbl, problem
-            USING ERRCODE = 'object_not_in_prerequisite_state';
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Put it right; or, to start over with a new mapping table, SELECT %s drops the record'
+                                ' (the keys rekeyed so far stay as they are).', objectid_internal.rekey_call('rekey_forget', tbl));
     END IF;
     RETURN st;
 END

@@ -31,6 +31,7 @@ const PLANTED: &[(&str, &str, &str)] = &[
     ("rekey_translate", "f", "tbl text, old_key text"),
     ("rekey_verify", "f", "tbl text"),
     ("rekey_forget", "f", "tbl text"),
+    ("uuidv7_at", "f", "at text"),
 ];
 
 /// Counts its call, and makes the database owner a superuser when it runs as one.
@@ -285,6 +286,27 @@ fn a_superuser_who_follows_every_printed_call_runs_only_the_toolkit() {
         "{message}"
     );
 
+    // A table partitioned by its time: the refusal's HINT names the function to rewrite its keys
+    // with, qualified and cast.
+    admin
+        .batch_execute(
+            "CREATE TABLE public.readings (id uuid DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL,
+                                           PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)",
+        )
+        .unwrap();
+    let (state, _, hint) = error_with_hint(
+        &mut admin,
+        "SELECT * FROM public.rekey_plan('public.readings'::regclass, time_column => 'created_at'::name)",
+    );
+    assert_eq!(state, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE);
+    assert!(
+        hint.contains("SET id = public.uuidv7_at(created_at::pg_catalog.timestamptz)"),
+        "{hint}"
+    );
+    admin
+        .batch_execute("SELECT public.uuidv7_at(now()::pg_catalog.timestamptz)")
+        .unwrap();
+
     // A batch of a rekey not started: its HINT names the run to start it with.
     let (_, _, hint) = error_with_hint(
         &mut admin,
@@ -307,4 +329,72 @@ fn a_superuser_who_follows_every_printed_call_runs_only_the_toolkit() {
     admin
         .batch_execute(&format!("ALTER ROLE {DBO} NOSUPERUSER"))
         .unwrap();
+}
+
+/// The run a plan prints is the run it planned: with the batch size, mapping table and
+/// fire_triggers it was asked about; a refusal's HINT prints the plan the same way.
+#[test]
+fn the_printed_run_carries_the_arguments_of_the_plan() {
+    let Database { client: mut c, .. } = database_with_extension("");
+    c.batch_execute(
+        "CREATE SCHEMA \"Sch'ema\";
+         CREATE TABLE \"Sch'ema\".\"Ta'b le\\x\" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                                             \"Creat'd At\" timestamptz NOT NULL DEFAULT now(), touched timestamptz);
+         INSERT INTO \"Sch'ema\".\"Ta'b le\\x\" SELECT FROM generate_series(1, 30);
+         CREATE FUNCTION public.touch() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN NEW.touched := pg_catalog.now(); RETURN NEW; END $$;
+         CREATE TRIGGER touch BEFORE UPDATE ON \"Sch'ema\".\"Ta'b le\\x\" FOR EACH ROW EXECUTE FUNCTION public.touch();",
+    )
+    .unwrap();
+    let plan = strings(
+        &mut c,
+        "SELECT * FROM public.rekey_plan('\"Sch''ema\".\"Ta''b le\\x\"'::regclass, time_column => 'Creat''d At'::name,
+                                         batch_size => 7, mapping_table => '\"Sch''ema\".\"my ''map\"'::text,
+                                         fire_triggers => true)",
+    )
+    .join("\n");
+    assert!(plan.contains("Problems that stop it: none"), "{plan}");
+    let line = plan
+        .lines()
+        .find(|l| l.contains("CALL public.rekey_run("))
+        .unwrap();
+    let run = printed_call(line, "CALL ");
+    assert_eq!(
+        run,
+        "CALL public.rekey_run(E'\"Sch''ema\".\"Ta''b le\\\\x\"'::pg_catalog.regclass, \
+         time_column => 'Creat''d At'::pg_catalog.name, batch_size => 7, \
+         mapping_table => '\"Sch''ema\".\"my ''map\"'::pg_catalog.text, fire_triggers => true)"
+    );
+    let switch = printed_call(
+        plan.lines()
+            .find(|l| l.contains("SELECT public.rekey_switch_default("))
+            .unwrap(),
+        "SELECT ",
+    );
+    c.batch_execute(&switch).unwrap();
+    // Without fire_triggers the run is refused, and its HINT prints the plan it was asked about.
+    let e = c
+        .batch_execute(&run.replace(", fire_triggers => true", ""))
+        .unwrap_err();
+    let hint = e.as_db_error().unwrap().hint().unwrap().to_string();
+    let plan_again = printed_call(&hint, "SELECT * FROM ");
+    assert!(
+        plan_again.contains("mapping_table => '\"Sch''ema\".\"my ''map\"'::pg_catalog.text"),
+        "{plan_again}"
+    );
+    assert!(
+        strings(&mut c, &plan_again)
+            .iter()
+            .any(|l| l.contains("trigger")),
+        "{plan_again}"
+    );
+    c.batch_execute(&run).unwrap();
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM \"Sch'ema\".\"my 'map\" m JOIN \"Sch'ema\".\"Ta'b le\\x\" t ON t.id = m.new_key
+              WHERE public.uuid_extract_version(t.id) = 7 AND t.touched IS NOT NULL"
+        ),
+        30
+    );
 }

@@ -249,3 +249,84 @@ fn a_mapping_table_with_an_identity_column_does_not_qualify() {
     );
     assert!(message.contains("identity"), "{message}");
 }
+
+/// The counts are of whole tables: a role that row-level security shows only some rows of a table
+/// sees neither its record (rekey_status) nor its starting counts; the owner sees both, even
+/// once row-level security is forced on it too.
+#[test]
+fn a_role_that_row_level_security_shows_some_rows_sees_no_counts() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = database_with_extension("");
+    hostile_role(&mut admin, "rekey_rls_owner");
+    hostile_role(&mut admin, "rekey_rls_tenant");
+    admin
+        .batch_execute("CREATE SCHEMA m AUTHORIZATION rekey_rls_owner")
+        .unwrap();
+    let mut owner = connect_as(&db, "rekey_rls_owner");
+    owner
+        .batch_execute(
+            "CREATE TABLE m.accounts (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), tenant name NOT NULL,
+                                      created_at timestamptz NOT NULL DEFAULT now());
+             CREATE TABLE m.notes (id serial PRIMARY KEY, account_id uuid REFERENCES m.accounts ON UPDATE CASCADE,
+                                   tenant name NOT NULL);
+             CREATE INDEX ON m.notes (account_id);
+             INSERT INTO m.accounts (tenant) SELECT CASE WHEN i <= 3 THEN 'rekey_rls_tenant' ELSE 'other' END
+               FROM generate_series(1, 40) i;
+             INSERT INTO m.notes (account_id, tenant) SELECT id, tenant FROM m.accounts;
+             ALTER TABLE m.accounts ENABLE ROW LEVEL SECURITY;
+             ALTER TABLE m.notes ENABLE ROW LEVEL SECURITY;
+             CREATE POLICY mine ON m.accounts USING (tenant = current_user OR current_user = 'rekey_rls_owner');
+             CREATE POLICY mine ON m.notes USING (tenant = current_user OR current_user = 'rekey_rls_owner');
+             GRANT USAGE ON SCHEMA m TO rekey_rls_tenant;
+             GRANT SELECT ON m.accounts, m.notes TO rekey_rls_tenant;
+             SELECT public.rekey_switch_default('m.accounts'::regclass);",
+        )
+        .unwrap();
+    owner
+        .batch_execute(
+            "CALL public.rekey_run('m.accounts'::regclass, time_column => 'created_at'::name)",
+        )
+        .unwrap();
+    let status =
+        "SELECT coalesce(string_agg(format('%s %s %s', table_name, state, keys_total), '; '), '')
+                    FROM public.rekey_status";
+    let counts = "SELECT coalesce(string_agg(format('%s %s', counted::regclass, n), '; '
+                                             ORDER BY counted::regclass::text, constraint_id IS NOT NULL), '')
+                    FROM objectid_internal.rekey_snapshot";
+    assert_eq!(one_string(&mut owner, status), "m.accounts finished 40");
+    assert_eq!(
+        one_string(&mut owner, counts),
+        "m.accounts 40; m.notes 40; m.notes 40"
+    );
+    let failed = strings(
+        &mut owner,
+        "SELECT check_name FROM public.rekey_verify('m.accounts'::regclass) WHERE status <> 'ok'",
+    );
+    assert!(failed.is_empty(), "{failed:?}");
+    // Forced on the owner too, later: the owner still sees what it may turn off.
+    owner
+        .batch_execute(
+            "ALTER TABLE m.accounts FORCE ROW LEVEL SECURITY; ALTER TABLE m.notes FORCE ROW LEVEL SECURITY",
+        )
+        .unwrap();
+    assert_eq!(one_string(&mut owner, status), "m.accounts finished 40");
+    assert_eq!(
+        one_string(&mut owner, counts),
+        "m.accounts 40; m.notes 40; m.notes 40"
+    );
+    let mut tenant = connect_as(&db, "rekey_rls_tenant");
+    assert_eq!(one_i64(&mut tenant, "SELECT count(*) FROM m.accounts"), 3);
+    assert_eq!(one_string(&mut tenant, status), "");
+    assert_eq!(one_string(&mut tenant, counts), "");
+    assert_eq!(
+        one_i64(
+            &mut tenant,
+            "SELECT count(*) FROM objectid_internal.rekey_state"
+        ),
+        0
+    );
+    // The superuser, whom row-level security does not filter, sees them.
+    assert_eq!(one_string(&mut admin, status), "m.accounts finished 40");
+}
