@@ -66,7 +66,8 @@ BEGIN
             reasons := reasons || format('%s: %s', k.key,
                 CASE WHEN k.mapped THEN 'an old key, inserted again after its row was rekeyed'
                      WHEN st.finished_at IS NULL AND st.pass = 1 AND k.key > st.high_water THEN 'not reached yet'
-                     ELSE 'inserted with a version-4 key behind the run; CALL rekey_run again' END);
+                     ELSE format('inserted with a version-4 key behind the run; CALL %s again',
+                                 objectid_internal.rekey_call('rekey_run', tbl)) END);
         END LOOP;
         detail := format('%s left%s: %s', n, CASE WHEN n > 10 THEN ', the first 10' ELSE '' END,
                          array_to_string(reasons, '; '));

@@ -33,7 +33,9 @@ BEGIN
     IF st.relid IS NULL THEN
         RAISE EXCEPTION 'no rekey of % has been started', tbl
             USING ERRCODE = 'object_not_in_prerequisite_state', HINT = format('Start it with CALL %s, naming the column of each row''s creation time.',
-                                objectid_internal.rekey_call('rekey_run', tbl, 'time_column => ''TIME_COLUMN''::pg_catalog.name'));
+                                objectid_internal.rekey_call('rekey_run', tbl, objectid_internal.rekey_run_arguments(
+                                    coalesce((objectid_internal.rekey_time_columns(tbl))[1], 'TIME_COLUMN'), NULL, NULL,
+                                    fire_triggers)));
     END IF;
     IF st.finished_at IS NOT NULL THEN
         RETURN 0;

@@ -35,7 +35,9 @@ $body$;
 -- Functions, procedures and relations named like the documented routines, the functions the
 -- toolkit's messages print (uuidv7, uuidv7_at) and rekey_status that are not the extension's, in every schema (each role has its own search_path, "$user" in it): a
 -- call that is not qualified, or not cast to the declared types, can reach one and run its
--- owner's code as the caller. rekey_plan and rekey_assess name them.
+-- owner's code as the caller. rekey_plan and rekey_assess name them. A member of the extension
+-- counts as its own only when a superuser owns it: the extension's owner (the database owner,
+-- after a trusted install) may ALTER EXTENSION ... ADD an object of its own.
 CREATE FUNCTION objectid_internal.rekey_lookalikes()
     RETURNS SETOF text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -54,7 +56,8 @@ SELECT x.what FROM (
        AND NOT EXISTS (SELECT FROM pg_depend d JOIN pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
                         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_proc'::regclass AND d.objid OPERATOR(pg_catalog.=) p.oid
                           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_extension'::regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'
-                          AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name)
+                          AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name
+                          AND (SELECT r.rolsuper FROM pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) p.proowner))
     UNION ALL
     SELECT format('%s (a relation of %s)', objectid_internal.rekey_name(c.oid), c.relowner::regrole)
       FROM pg_class c
@@ -62,6 +65,7 @@ SELECT x.what FROM (
        AND NOT EXISTS (SELECT FROM pg_depend d JOIN pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
                         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_class'::regclass AND d.objid OPERATOR(pg_catalog.=) c.oid
                           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_extension'::regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'
-                          AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name)) x
+                          AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name
+                          AND (SELECT r.rolsuper FROM pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) c.relowner))) x
  ORDER BY x.what
 $body$;

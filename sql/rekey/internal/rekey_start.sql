@@ -56,8 +56,9 @@ BEGIN
       FROM objectid_internal.rekey_problems(tbl, time_column, mapping, fire_triggers) p;
     problems := coalesce(problems, '{}');
     IF NOT objectid_internal.rekey_default_is_v7(tbl) THEN
-        problems := problems || format('the default of %s.%I does not make version-7 keys: run rekey_switch_default(%L) first,'
-                                       ' so that rows inserted during the rekey get them', tbl, key, tbl::text);
+        problems := problems || format('the default of %s.%I does not make version-7 keys: run SELECT %s first,'
+                                       ' so that rows inserted during the rekey get them', tbl, key,
+                                       objectid_internal.rekey_call('rekey_switch_default', tbl));
         code := coalesce(code, '55000');
     END IF;
     IF cardinality(problems) > 0 THEN

@@ -1,4 +1,5 @@
--- This extension's uuidv7() and uuidv7(interval), by OID (members of the extension), and
+-- This extension's uuidv7() and uuidv7(interval), by OID (members of the extension that a
+-- superuser owns: the extension's owner may ALTER EXTENSION ... ADD a function of its own), and
 -- PostgreSQL 18's: the functions a key's default may call to make version-7 keys.
 CREATE FUNCTION objectid_internal.rekey_uuidv7_functions()
     RETURNS oid[]
@@ -14,5 +15,6 @@ SELECT array_agg(p.oid ORDER BY p.oid)
                       AND d.objid OPERATOR(pg_catalog.=) p.oid
                       AND d.refclassid OPERATOR(pg_catalog.=) 'pg_extension'::regclass::oid
                       AND d.deptype OPERATOR(pg_catalog.=) 'e'::"char"
-                      AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name))
+                      AND e.extname OPERATOR(pg_catalog.=) 'pg_objectid'::name
+                      AND (SELECT r.rolsuper FROM pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) p.proowner)))
 $body$;

@@ -137,7 +137,11 @@ fn a_superuser_who_follows_every_printed_call_runs_only_the_toolkit() {
          CREATE FUNCTION planted.rows() RETURNS SETOF text LANGUAGE plpgsql AS $p$ {BODY} RETURN; END $p$;
          CREATE SCHEMA postgres;
          CREATE VIEW postgres.rekey_status AS SELECT * FROM planted.rows();
-         {}{}",
+         {}{}
+         -- The extension is the database owner's: it may make its own plants members.
+         ALTER EXTENSION pg_objectid ADD FUNCTION postgres.rekey_verify(text);
+         ALTER EXTENSION pg_objectid ADD PROCEDURE postgres.rekey_run(text, text);
+         ALTER EXTENSION pg_objectid ADD VIEW postgres.rekey_status;",
         plant("public"),
         plant("postgres")
     ))
@@ -203,6 +207,13 @@ fn a_superuser_who_follows_every_printed_call_runs_only_the_toolkit() {
     assert_eq!(
         run,
         "CALL public.rekey_run('public.customers'::pg_catalog.regclass, time_column => 'created_at'::pg_catalog.name)"
+    );
+    // Before the switch, the run is refused, and the problem says how to switch.
+    let e = admin.batch_execute(&run).unwrap_err();
+    let detail = e.as_db_error().unwrap().detail().unwrap().to_string();
+    assert_eq!(
+        printed_call(&detail, "SELECT public.rekey_switch_default("),
+        switch
     );
     admin.batch_execute(&switch).unwrap();
     let (_, message, hint) = error_with_hint(&mut admin, &run);

@@ -330,3 +330,67 @@ fn a_role_that_row_level_security_shows_some_rows_sees_no_counts() {
     // The superuser, whom row-level security does not filter, sees them.
     assert_eq!(one_string(&mut admin, status), "m.accounts finished 40");
 }
+
+/// The update from 0.6.0 moves the counts out of the record's `snapshot`, which the table's owner
+/// could write anything into: what does not read as a count of a table or a foreign key stays
+/// behind, and nothing written there stops the update (a leading zero read as octal by oidin did).
+#[test]
+fn the_update_moves_only_counts_out_of_a_forged_snapshot() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = empty_database("");
+    hostile_role(&mut admin, "rekey_snapshot_forger");
+    admin
+        .batch_execute(
+            "CREATE EXTENSION pg_objectid VERSION '0.6.0';
+             CREATE SCHEMA m AUTHORIZATION rekey_snapshot_forger;",
+        )
+        .unwrap();
+    let mut owner = connect_as(&db, "rekey_snapshot_forger");
+    owner
+        .batch_execute(
+            "CREATE TABLE m.t (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL DEFAULT now());
+             CREATE TABLE m.c (id serial PRIMARY KEY, t_id uuid REFERENCES m.t);
+             CREATE INDEX ON m.c (t_id);
+             INSERT INTO m.t SELECT FROM generate_series(1, 5);
+             INSERT INTO m.c (t_id) SELECT id FROM m.t;
+             SELECT public.rekey_switch_default('m.t'::regclass);",
+        )
+        .unwrap();
+    owner
+        .batch_execute("CALL public.rekey_run('m.t'::regclass, time_column => 'created_at'::name, max_batches => 0)")
+        .unwrap();
+    let genuine = one_string(
+        &mut owner,
+        "SELECT snapshot::text FROM objectid_internal.rekey_state",
+    );
+    assert!(genuine.contains("\"joins\""), "{genuine}");
+    owner
+        .batch_execute(
+            "UPDATE objectid_internal.rekey_state
+                SET snapshot = jsonb_set(snapshot, '{rows}', (snapshot -> 'rows')
+                    || '{\"09\": 1, \"010\": 2, \"x\": 3, \"4294967296\": 4, \"0\": 5, \" 7\": 6, \"12\": \"many\", \"13\": 1.5}'::jsonb)
+                    || '{\"joins\": {\"09\": 1, \"abc\": 2}, \"extra\": [1]}'::jsonb",
+        )
+        .unwrap();
+    admin
+        .batch_execute("ALTER EXTENSION pg_objectid UPDATE")
+        .unwrap();
+    assert_eq!(
+        one_string(
+            &mut admin,
+            "SELECT string_agg(format('%s %s %s', counted::regclass, constraint_id IS NOT NULL, n), '; '
+                               ORDER BY counted::regclass::text, constraint_id IS NOT NULL)
+               FROM objectid_internal.rekey_snapshot"
+        ),
+        "m.c f 5; m.t f 5"
+    );
+    assert_eq!(
+        one_string(
+            &mut admin,
+            "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'"
+        ),
+        "0.7.0"
+    );
+}
