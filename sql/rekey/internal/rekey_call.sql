@@ -33,9 +33,9 @@ SELECT array_to_string(ARRAY[format('time_column => %L::pg_catalog.name', time_c
 $body$;
 
 -- Functions, procedures and relations named like the documented routines, the functions the
--- toolkit's messages print (uuidv7, uuidv7_at) and rekey_status that are not the extension's, in every schema (each role has its own search_path, "$user" in it): a
--- call that is not qualified, or not cast to the declared types, can reach one and run its
--- owner's code as the caller. rekey_plan and rekey_assess name them. A member of the extension
+-- toolkit's messages print (uuidv7, uuidv7_at) and rekey_status that are not the extension's, in
+-- every schema (each role has its own search_path, "$user" in it): a call that is not qualified,
+-- or not cast to the declared types, can reach one and run its owner's code as the caller. rekey_plan and rekey_assess name them. A member of the extension
 -- counts as its own only when a superuser owns it: the extension's owner (the database owner,
 -- after a trusted install) may ALTER EXTENSION ... ADD an object of its own.
 CREATE FUNCTION objectid_internal.rekey_lookalikes()
