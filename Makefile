@@ -20,18 +20,18 @@ setup:
 	bash scripts/setup.sh $(V)
 
 unit:
-	cargo test
+	scripts/cargo.sh test
 
 # The kernel's tests, then the server suite on V against a throwaway cluster (port 55500+V).
 quick: setup unit
-	cargo test --test server --no-run
+	scripts/cargo.sh test --test server --no-run
 	bash scripts/test_version.sh $(V) --quick
 
 server: quick
 
 version: setup
-	cargo test --test server --no-run
-	cargo test --test citus --no-run
+	scripts/cargo.sh test --test server --no-run
+	scripts/cargo.sh test --test citus --no-run
 	bash scripts/test_version.sh $(V)
 
 test:

@@ -4,8 +4,8 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck disable=SC2034  # used by the scripts that source this file (setup.sh)
-PGRX_VERSION=0.18.0
-ALL_VERSIONS=(13 14 15 16 17 18)
+PGRX_VERSION=0.19.4
+ALL_VERSIONS=(13 14 15 16 17 18 19)
 
 # Downloaded servers live here, readable by the user the servers run as.
 if [ "$(id -u)" = 0 ]; then
@@ -14,13 +14,16 @@ else
     CACHE=${PG_OBJECTID_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pg_objectid}
 fi
 
+# shellcheck source=sid.sh
+source "$ROOT/scripts/sid.sh"
+
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # PostgreSQL will not run as root; as root, run the server's programs as this user instead.
 RUN_AS=${PG_OBJECTID_RUN_AS:-postgres}
 as_pg_user() {
-    if [ "$(id -u)" = 0 ]; then
+    if [ "$(id -u)" = 0 ] && ! is_sid_program "$1"; then
         runuser -u "$RUN_AS" -- "$@"
     else
         "$@"
@@ -35,6 +38,8 @@ pg_config_of() {
         # The 13 wheel's programs find their libraries in a folder beside the tree.
         13) echo "$CACHE/pg13/postgresql/bin/pg_config" ;;
         14 | 16 | 17 | 18) echo "$CACHE/pg$1/bin/pg_config" ;;
+        # A wrapper that runs the pg_config of the sid chroot (sid.sh).
+        19) echo "$SID_WRAPPERS/pg_config" ;;
         *) die "unsupported PostgreSQL version: $1 (supported: ${ALL_VERSIONS[*]})" ;;
     esac
 }
@@ -103,7 +108,7 @@ run_tests() {
 
 # The path of the test binary of the suite $1, built first if it is not up to date.
 test_binary() {
-    (cd "$ROOT" && cargo test --test "$1" --no-run --message-format=json) |
+    (cd "$ROOT" && "$ROOT/scripts/cargo.sh" test --test "$1" --no-run --message-format=json) |
         python3 -c '
 import json, sys
 paths = [m["executable"] for m in map(json.loads, sys.stdin)
@@ -121,17 +126,24 @@ build_lock() {
 
 # Builds the extension for the server of $1 (a pg_config) and installs it into that server's tree.
 install_extension() {
-    local pg_config=$1 profile=${2:-release} feature
-    feature=pg$(major_of "$pg_config")
-    local args=(--pg-config "$pg_config" --no-default-features --features "$feature")
+    local pg_config=$1 profile=${2:-release} major
+    major=$(major_of "$pg_config")
+    local args=(--no-default-features --features "pg$major")
     [ "$profile" = release ] && args+=(--release)
-    # Installing writes into the server's lib and share folders.
-    [ "$(id -u)" = 0 ] || [ -w "$("$pg_config" --pkglibdir)" ] || args+=(--sudo)
     log "building and installing pg_objectid ($profile) for $("$pg_config" --version)"
-    # Versions built side by side (scripts/test.sh) share target/, where cargo links every build
-    # to the same target/debug/libpg_objectid.so that cargo-pgrx then copies, after cargo's own
-    # lock is released: one build at a time, from the build to the copy (build_lock).
-    (cd "$ROOT" && build_lock cargo pgrx install "${args[@]}")
+    if [ "$major" = 19 ]; then
+        # In the chroot, by its cargo-pgrx with its rustc and the real pg_config (sid.sh), into a
+        # target folder of its own: its builds are not the host's, and no host build waits on it.
+        (cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/sid" in_sid cargo pgrx install \
+            --pg-config "$SID_PG_BIN/pg_config" "${args[@]}")
+    else
+        # Installing writes into the server's lib and share folders.
+        [ "$(id -u)" = 0 ] || [ -w "$("$pg_config" --pkglibdir)" ] || args+=(--sudo)
+        # Versions built side by side (scripts/test.sh) share target/, where cargo links every
+        # build to the same target/debug/libpg_objectid.so that cargo-pgrx then copies, after
+        # cargo's own lock is released: one build at a time, from the build to the copy.
+        (cd "$ROOT" && build_lock "$ROOT/scripts/cargo.sh" pgrx install --pg-config "$pg_config" "${args[@]}")
+    fi
     install_old_releases "$pg_config"
 }
 

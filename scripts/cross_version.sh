@@ -14,11 +14,14 @@ old=${1:-15}
 new=${2:-18}
 # pg_upgrade fallback source when OLD's own column options stop any pg_upgrade (see below).
 fallback=${3:-17}
-# Further versions to pg_upgrade from (16: the last without any of the built-in UUID functions).
+# Further versions to pg_upgrade and to dump/restore from (into 18: 16, the last without any of
+# the built-in UUID functions; into 19: 18, the version users move from).
 more=("${@:4}")
 new_cfg=$(pg_config_of "$new")
 new_bin=$("$new_cfg" --bindir)
-base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/cross
+base=${PG_OBJECTID_TEST_DIR:-/tmp/pg_objectid-test}/cross-$new
+# Ports from 55600 into 18, from 55700 into 19: both runs may go side by side (scripts/test.sh).
+first=$((55600 + (new - 18) * 100))
 
 clusters=()
 stop_all() {
@@ -118,6 +121,17 @@ check_moved() {
                                WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
                                  AND d.objid = to_regprocedure('public.' || f)
                                  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_objectid'))")" "0"
+    if [ "$(psql_at "$dir" "$port" "SHOW server_version_num")" -ge 190000 ]; then
+        # 19's uuid::bytea and bytea::uuid casts are its own (the extension adds no cast of uuid
+        # on any version, so the upgrade had none to collide with) and read the moved keys.
+        expect_equal "$what: $new's uuid <-> bytea casts are the server's and read the moved keys" \
+            "$(psql_at "$dir" "$port" "SELECT (SELECT count(*) FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc
+                      WHERE (k.castsource, k.casttarget) IN (('uuid'::regtype, 'bytea'::regtype),
+                                                             ('bytea'::regtype, 'uuid'::regtype))
+                        AND p.pronamespace = 'pg_catalog'::regnamespace)
+                || ' ' || (SELECT count(*) FROM items WHERE ref::bytea::uuid = ref AND length(ref::bytea) = 16)")" \
+            "2 $(psql_at "$dir" "$port" "SELECT count(*) FROM items")"
+    fi
     if [ "$(psql_at "$dir" "$port" "SHOW server_version_num")" -ge 180000 ]; then
         expect_equal "$what: $new's uuid_extract_timestamp reads our v7 times as ours does" \
             "$(psql_at "$dir" "$port" "SELECT count(*) FROM items
@@ -142,7 +156,7 @@ upgrade() {
     cluster_init "$new_cfg" "$3" "$4"
     # pg_upgrade writes its sockets into the working folder and its logs into the new cluster.
     if (cd "$base" && as_pg_user "$new_bin/pg_upgrade" -U postgres -b "$("$from_cfg" --bindir)" \
-        -B "$new_bin" -d "$2/data" -D "$3/data" -p 55603 -P 55604 --socketdir="$base" \
+        -B "$new_bin" -d "$2/data" -D "$3/data" -p $((first + 3)) -P $((first + 4)) --socketdir="$base" \
         >"$3.log" 2>&1); then
         cluster_run "$new_cfg" "$3"
         clusters+=("$new_cfg $3")
@@ -153,58 +167,68 @@ upgrade() {
 }
 
 log "making a database on PostgreSQL $old"
-make_source "$old" "$base/source" 55600
-before=$(psql_at "$base/source" 55600 "$checksum")
-recent=$(psql_at "$base/source" 55600 "SELECT count(*) FROM recent")
+make_source "$old" "$base/source" "$first"
+before=$(psql_at "$base/source" "$first" "$checksum")
+recent=$(psql_at "$base/source" "$first" "SELECT count(*) FROM recent")
 echo "rows on $old: $before"
 
 log "pg_dump from $old, pg_restore into $new"
 # The dump is taken with OLD's own pg_dump: Debian's 15.20 keeps a private per-column option
 # (pg_attver) that only its own pg_dump knows to leave out; a newer upstream pg_dump copies it
 # into the dump, and NEW then rejects it.
-as_pg_user "$(pg_config_of "$old" | xargs dirname)/pg_dump" -h "$base/source" -p 55600 -U postgres \
+as_pg_user "$(pg_config_of "$old" | xargs dirname)/pg_dump" -h "$base/source" -p "$first" -U postgres \
     -Fc -f "$base/app.dump" app
-cluster_start "$new_cfg" "$base/restored" 55601
+cluster_start "$new_cfg" "$base/restored" $((first + 1))
 clusters+=("$new_cfg $base/restored")
-as_pg_user "$new_bin/createdb" -h "$base/restored" -p 55601 -U postgres app
-as_pg_user "$new_bin/pg_restore" -h "$base/restored" -p 55601 -U postgres -d app --exit-on-error \
+as_pg_user "$new_bin/createdb" -h "$base/restored" -p $((first + 1)) -U postgres app
+as_pg_user "$new_bin/pg_restore" -h "$base/restored" -p $((first + 1)) -U postgres -d app --exit-on-error \
     "$base/app.dump"
-check_moved "$base/restored" 55601 "restored into $new" "$before" "$recent"
+check_moved "$base/restored" $((first + 1)) "restored into $new" "$before" "$recent"
 
 log "pg_upgrade from $old to $new"
-if upgrade "$old" "$base/source" "$base/upgraded" 55602; then
-    check_moved "$base/upgraded" 55602 "upgraded from $old" "$before" "$recent"
+if upgrade "$old" "$base/source" "$base/upgraded" $((first + 2)); then
+    check_moved "$base/upgraded" $((first + 2)) "upgraded from $old" "$before" "$recent"
 elif grep -q 'unrecognized parameter "pg_attver"' "$base/upgraded.log"; then
     # NEW's pg_dump copies OLD's pg_attver column options into the upgrade script and NEW's
     # server rejects them. Show that this stops any pg_upgrade from OLD, with or without our
     # extension, then prove the upgrade path on the newest other version instead.
     log "pg_upgrade $old -> $new stopped on $old's pg_attver column options; trying without pg_objectid"
-    make_source "$old" "$base/control" 55605 plain
-    if upgrade "$old" "$base/control" "$base/control-upgraded" 55607; then
+    make_source "$old" "$base/control" $((first + 5)) plain
+    if upgrade "$old" "$base/control" "$base/control-upgraded" $((first + 7)); then
         die "pg_upgrade of a database without pg_objectid succeeded, so the failure above is ours"
     fi
     grep -q 'unrecognized parameter "pg_attver"' "$base/control-upgraded.log" ||
         die "pg_upgrade without pg_objectid failed for another reason; see $base/control-upgraded.log"
     echo "note: pg_upgrade $old -> $new fails the same way without pg_objectid (pg_attver): not ours"
     log "pg_upgrade from $fallback to $new instead"
-    make_source "$fallback" "$base/source-$fallback" 55606
-    before=$(psql_at "$base/source-$fallback" 55606 "$checksum")
-    recent=$(psql_at "$base/source-$fallback" 55606 "SELECT count(*) FROM recent")
-    upgrade "$fallback" "$base/source-$fallback" "$base/upgraded" 55602 || {
+    make_source "$fallback" "$base/source-$fallback" $((first + 6))
+    before=$(psql_at "$base/source-$fallback" $((first + 6)) "$checksum")
+    recent=$(psql_at "$base/source-$fallback" $((first + 6)) "SELECT count(*) FROM recent")
+    upgrade "$fallback" "$base/source-$fallback" "$base/upgraded" $((first + 2)) || {
         cat "$base/upgraded.log" >&2
         die "pg_upgrade $fallback -> $new failed"
     }
-    check_moved "$base/upgraded" 55602 "upgraded from $fallback" "$before" "$recent"
+    check_moved "$base/upgraded" $((first + 2)) "upgraded from $fallback" "$before" "$recent"
 else
     cat "$base/upgraded.log" >&2
     die "pg_upgrade $old -> $new failed"
 fi
-port=55610
+port=$((first + 10))
 for from in "${more[@]}"; do
-    log "pg_upgrade from $from to $new"
     make_source "$from" "$base/source-$from" "$port"
     before=$(psql_at "$base/source-$from" "$port" "$checksum")
     recent=$(psql_at "$base/source-$from" "$port" "SELECT count(*) FROM recent")
+    log "pg_dump from $from, pg_restore into $new"
+    as_pg_user "$(pg_config_of "$from" | xargs dirname)/pg_dump" -h "$base/source-$from" -p "$port" \
+        -U postgres -Fc -f "$base/app-$from.dump" app
+    cluster_start "$new_cfg" "$base/restored-$from" $((port + 1))
+    clusters+=("$new_cfg $base/restored-$from")
+    as_pg_user "$new_bin/createdb" -h "$base/restored-$from" -p $((port + 1)) -U postgres app
+    as_pg_user "$new_bin/pg_restore" -h "$base/restored-$from" -p $((port + 1)) -U postgres -d app \
+        --exit-on-error "$base/app-$from.dump"
+    check_moved "$base/restored-$from" $((port + 1)) "restored from $from into $new" "$before" "$recent"
+    cluster_stop "$new_cfg" "$base/restored-$from"
+    log "pg_upgrade from $from to $new"
     upgrade "$from" "$base/source-$from" "$base/upgraded-$from" $((port + 1)) || {
         cat "$base/upgraded-$from.log" >&2
         die "pg_upgrade $from -> $new failed"

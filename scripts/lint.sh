@@ -35,7 +35,15 @@ missing() {
 lint rustfmt cargo fmt --all --check
 
 for v in "${versions[@]}"; do
-    lint "clippy on PostgreSQL $v" cargo clippy --all-targets --no-default-features --features "pg$v pg_test" -- -D warnings
+    if [ "$v" = 19 ]; then
+        # 19's headers and rustc are the chroot's (sid.sh), and so is its target folder.
+        lint "clippy on PostgreSQL 19" env CARGO_TARGET_DIR="$ROOT/target/sid" bash -c \
+            'source "$1/scripts/common.sh" && cd "$1" && in_sid cargo clippy --all-targets \
+                --no-default-features --features "pg19 pg_test" -- -D warnings' _ "$ROOT"
+    else
+        lint "clippy on PostgreSQL $v" "$ROOT/scripts/cargo.sh" clippy --all-targets --no-default-features \
+            --features "pg$v pg_test" -- -D warnings
+    fi
 done
 
 # Every shell script, tracked or not, outside the build output and installed Node.js packages.

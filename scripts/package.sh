@@ -176,7 +176,7 @@ for v in "${versions[@]}"; do
     log "building pg_objectid $version (release) for $("$pg_config" --version)"
     build="$work/build-pg$v"
     started=$SECONDS
-    (cd "$ROOT" && cargo pgrx package --pg-config "$pg_config" --no-default-features --features "pg$v" \
+    (cd "$ROOT" && "$ROOT/scripts/cargo.sh" pgrx package --pg-config "$pg_config" --no-default-features --features "pg$v" \
         --out-dir "$build")
     log "release build for PostgreSQL $v took $((SECONDS - started)) s"
     built_lib="$build$("$pg_config" --pkglibdir)/pg_objectid.so"

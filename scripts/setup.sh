@@ -43,25 +43,33 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# pgrx 0.19 needs a newer rustc than this toolchain; the crate and the tool must match exactly.
+# The crate and the tool must match exactly. pgrx 0.19.4 declares rust-version 1.96, one above the
+# machine's rustup toolchain (1.95, the newest it can fetch); it builds and passes every test on
+# 1.95, so the host's cargo runs with --ignore-rust-version (host_cargo, common.sh). 19 is built
+# in the sid chroot with that suite's rustc 1.97 (sid.sh).
 if ! cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION"; then
-    log "installing cargo-pgrx $PGRX_VERSION (takes 12-18 minutes)"
-    cargo install --locked cargo-pgrx --version "$PGRX_VERSION"
+    log "installing cargo-pgrx $PGRX_VERSION (takes 9-18 minutes)"
+    cargo install --locked --ignore-rust-version cargo-pgrx --version "$PGRX_VERSION"
 fi
 
 # scripts/lint.sh's Python linter, the pinned ruff, in a folder of its own (nothing if already there).
 pip_target "$ROOT/scripts/lint-requirements.txt" "$(lint_python_deps)"
 
 for v in "${versions[@]}"; do
-    [ "$v" = 15 ] || fetch_postgres "$v"
+    case $v in
+        15) ;;
+        # PostgreSQL 19, rustc 1.97 and a cargo-pgrx built with it, in a sid chroot (sid.sh).
+        19) sid_setup ;;
+        *) fetch_postgres "$v" ;;
+    esac
 done
 
 # `cargo pgrx init` replaces the whole list, so register every server present, not only the
-# ones asked for now.
+# ones asked for now. 19 is the chroot's cargo-pgrx's (sid_setup), not the host's.
 init_args=()
 wanted=""
 for v in "${ALL_VERSIONS[@]}"; do
-    if [ -x "$(pg_config_of "$v")" ]; then
+    if [ "$v" != 19 ] && [ -x "$(pg_config_of "$v")" ]; then
         init_args+=("--pg$v" "$(pg_config_of "$v")")
         wanted+="pg$v = \"$(pg_config_of "$v")\""$'\n'
     fi

@@ -28,7 +28,7 @@ failed_jobs=()
 
 log "kernel unit tests"
 unit=passed
-cargo test || unit=FAILED
+"$ROOT/scripts/cargo.sh" test || unit=FAILED
 # The 0.5.0 -> 0.6.0 update script is generated from sql/rekey/: refuse a stale one.
 python3 "$ROOT/scripts/rekey_update_sql.py" --check || unit=FAILED
 [ "$unit" = passed ] || failed=1

@@ -107,7 +107,7 @@ fn server_generator() -> Option<&'static Generator> {
     // SAFETY: backends are single-threaded; SERVER is either null or points at an initialized
     // Generator in shared memory that stays mapped for the life of the process.
     unsafe {
-        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        #[cfg(any(feature = "pg17", feature = "pg18", feature = "pg19"))]
         if SERVER.is_null() {
             SERVER = attach_dsm_registry();
         }
@@ -206,23 +206,41 @@ fn objectid_generator_mode() -> &'static str {
     }
 }
 
-#[cfg(any(feature = "pg17", feature = "pg18"))]
+#[cfg(any(feature = "pg17", feature = "pg18", feature = "pg19"))]
 unsafe fn attach_dsm_registry() -> *const Generator {
-    #[pg_guard]
-    unsafe extern "C-unwind" fn init(ptr: *mut core::ffi::c_void) {
-        unsafe { ptr.cast::<Generator>().write(make_generator()) };
-    }
     let mut found = false;
     // SAFETY: the registry creates (once, under its lock, calling `init`) or finds the segment
     // and keeps it mapped in this process from now on.
     unsafe {
-        pg_sys::GetNamedDSMSegment(
-            SHMEM_NAME.as_ptr(),
-            core::mem::size_of::<Generator>(),
-            Some(init),
-            &mut found,
-        )
-        .cast::<Generator>()
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        let segment = {
+            #[pg_guard]
+            unsafe extern "C-unwind" fn init(ptr: *mut core::ffi::c_void) {
+                unsafe { ptr.cast::<Generator>().write(make_generator()) };
+            }
+            pg_sys::GetNamedDSMSegment(
+                SHMEM_NAME.as_ptr(),
+                core::mem::size_of::<Generator>(),
+                Some(init),
+                &mut found,
+            )
+        };
+        // 19 passes the callback an argument of the caller's (none here).
+        #[cfg(feature = "pg19")]
+        let segment = {
+            #[pg_guard]
+            unsafe extern "C-unwind" fn init(ptr: *mut core::ffi::c_void, _arg: *mut core::ffi::c_void) {
+                unsafe { ptr.cast::<Generator>().write(make_generator()) };
+            }
+            pg_sys::GetNamedDSMSegment(
+                SHMEM_NAME.as_ptr(),
+                core::mem::size_of::<Generator>(),
+                Some(init),
+                &mut found,
+                core::ptr::null_mut(),
+            )
+        };
+        segment.cast::<Generator>()
     }
 }
 

@@ -57,7 +57,7 @@ pub(super) fn quote(input: &[u8]) -> String {
     }
 }
 
-#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18", feature = "pg19"))]
 extern "C-unwind" {
     // Exported by the server; missing from pgrx's bindings.
     fn errcode(sqlerrcode: core::ffi::c_int) -> core::ffi::c_int;
@@ -66,7 +66,7 @@ extern "C-unwind" {
 /// From PostgreSQL 16 on, a caller such as `pg_input_is_valid()` or `COPY ... (ON_ERROR
 /// ignore)` may pass an ErrorSaveContext and expect bad input to be recorded there rather than
 /// thrown. Returns whether the error was recorded so.
-#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18", feature = "pg19"))]
 fn report_softly(
     fcinfo: pg_sys::FunctionCallInfo,
     code: PgSqlErrorCode,
@@ -97,7 +97,7 @@ fn report_softly(
     true
 }
 
-#[cfg(not(any(feature = "pg16", feature = "pg17", feature = "pg18")))]
+#[cfg(not(any(feature = "pg16", feature = "pg17", feature = "pg18", feature = "pg19")))]
 fn report_softly(_: pg_sys::FunctionCallInfo, _: PgSqlErrorCode, _: &str, _: &str) -> bool {
     false
 }

@@ -164,11 +164,11 @@ unsafe fn time_call(
 /// PostgreSQL 18's `uuid_extract_timestamp`, which reads a v7's milliseconds exactly as ours
 /// does. 17's built-in of that name reads version 1 only (a v7 gives NULL), so it is not one.
 fn is_builtin_v7_time(funcid: pg_sys::Oid) -> bool {
-    #[cfg(feature = "pg18")]
+    #[cfg(any(feature = "pg18", feature = "pg19"))]
     {
         funcid == pg_sys::Oid::from(pg_sys::F_UUID_EXTRACT_TIMESTAMP)
     }
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
     {
         let _ = funcid;
         false
@@ -227,11 +227,11 @@ pub(crate) unsafe fn version_7_column(
 /// PostgreSQL 17/18's `uuid_extract_version`, which agrees with ours (NULL for a UUID not of the
 /// RFC 9562 variant, else the version nibble).
 fn is_builtin_version(funcid: pg_sys::Oid) -> bool {
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    #[cfg(any(feature = "pg17", feature = "pg18", feature = "pg19"))]
     {
         funcid == pg_sys::Oid::from(pg_sys::F_UUID_EXTRACT_VERSION)
     }
-    #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+    #[cfg(not(any(feature = "pg17", feature = "pg18", feature = "pg19")))]
     {
         let _ = funcid;
         false

@@ -42,7 +42,10 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 static TIME_INDEX_PATHS: GucSetting<bool> = GucSetting::<bool>::new(true);
 
+#[cfg(not(feature = "pg19"))]
 static mut PREV_GET_RELATION_INFO_HOOK: pg_sys::get_relation_info_hook_type = None;
+#[cfg(feature = "pg19")]
+static mut PREV_BUILD_SIMPLE_REL_HOOK: pg_sys::build_simple_rel_hook_type = None;
 
 pub(crate) fn init() {
     GucRegistry::define_bool_guc(
@@ -62,12 +65,22 @@ pub(crate) fn init() {
     };
     catalog::init();
     // SAFETY: called once from _PG_init; chaining the hook is the documented protocol.
+    #[cfg(not(feature = "pg19"))]
     unsafe {
         PREV_GET_RELATION_INFO_HOOK = pg_sys::get_relation_info_hook;
         pg_sys::get_relation_info_hook = Some(get_relation_info);
     }
+    // SAFETY: as above.
+    #[cfg(feature = "pg19")]
+    unsafe {
+        PREV_BUILD_SIMPLE_REL_HOOK = pg_sys::build_simple_rel_hook;
+        pg_sys::build_simple_rel_hook = Some(build_simple_rel);
+    }
 }
 
+/// 13 to 18: `get_relation_info` (plancat.c) calls its hook last, for each table
+/// `build_simple_rel` builds a relation for.
+#[cfg(not(feature = "pg19"))]
 #[pg_guard]
 unsafe extern "C-unwind" fn get_relation_info(
     root: *mut pg_sys::PlannerInfo,
@@ -79,11 +92,50 @@ unsafe extern "C-unwind" fn get_relation_info(
         if let Some(prev) = PREV_GET_RELATION_INFO_HOOK {
             pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev(root, relation, inhparent, rel));
         }
+        relation_built(root, rel, relation, inhparent);
+    }
+}
+
+/// 19 removed `get_relation_info_hook` (commit 91f33a2ae) for this one, which `build_simple_rel`
+/// (relnode.c) calls at the same point for a table, right after `get_relation_info`, before
+/// `apply_child_basequals`; but for every range-table entry it builds a relation for: also a
+/// subquery, function, table function, VALUES list, CTE, named tuplestore, and the RTE_RESULT of a
+/// query without FROM (query_planner builds that one before any other relation, with no
+/// conditions handed out either). Only a table has conditions the rewrite can prove anything
+/// about; `rte->relid` and `rte->inh` are what 18 passed as `relation` and `inhparent`.
+#[cfg(feature = "pg19")]
+#[pg_guard]
+unsafe extern "C-unwind" fn build_simple_rel(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    unsafe {
+        if let Some(prev) = PREV_BUILD_SIMPLE_REL_HOOK {
+            pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| prev(root, rel, rte));
+        }
+        if rte.is_null() || (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION {
+            return;
+        }
+        relation_built(root, rel, (*rte).relid, (*rte).inh);
+    }
+}
+
+/// The planner has built `rel` for table `relation`, before the level's conditions are handed
+/// out to relations.
+unsafe fn relation_built(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    relation: pg_sys::Oid,
+    inhparent: bool,
+) {
+    unsafe {
         // Base relations are built before the level's conditions are handed out; children of
         // partitioned and inheritance parents (other member relations) get theirs from the
         // parent's, already rewritten.
         if !TIME_INDEX_PATHS.get()
             || root.is_null()
+            || rel.is_null()
             || (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
         {
             return;

@@ -43,9 +43,9 @@ pub(crate) unsafe fn check_says_only_v7(
         if !constr.is_null() {
             for i in 0..usize::from((*constr).num_check) {
                 let check = &*(*constr).check.add(i);
-                #[cfg(feature = "pg18")]
+                #[cfg(any(feature = "pg18", feature = "pg19"))]
                 let enforced = check.ccenforced;
-                #[cfg(not(feature = "pg18"))]
+                #[cfg(not(any(feature = "pg18", feature = "pg19")))]
                 let enforced = true;
                 if !check.ccvalid || !enforced || (inh && check.ccnoinherit) {
                     continue;

@@ -361,6 +361,7 @@ pub(super) fn arm(query: &str, triggers: Vec<pg_sys::Oid>) -> ArmedGuard {
 }
 
 /// Counts the plannings under way (PLANNING), around the planner.
+#[cfg(not(feature = "pg19"))]
 #[pg_guard]
 unsafe extern "C-unwind" fn planner(
     parse: *mut pg_sys::Query,
@@ -368,6 +369,39 @@ unsafe extern "C-unwind" fn planner(
     cursor_options: c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
+    // SAFETY: the planner's own entry point, or the hook installed before ours.
+    counting_plannings(|| unsafe {
+        match PREV_PLANNER_HOOK {
+            Some(prev) => pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
+                prev(parse, query_string, cursor_options, bound_params)
+            }),
+            None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+        }
+    })
+}
+
+/// The same for 19, whose planner is also passed the EXPLAIN under way, if any (commit c83ac02).
+#[cfg(feature = "pg19")]
+#[pg_guard]
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const std::ffi::c_char,
+    cursor_options: c_int,
+    bound_params: pg_sys::ParamListInfo,
+    es: *mut pg_sys::ExplainState,
+) -> *mut pg_sys::PlannedStmt {
+    // SAFETY: as above.
+    counting_plannings(|| unsafe {
+        match PREV_PLANNER_HOOK {
+            Some(prev) => pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
+                prev(parse, query_string, cursor_options, bound_params, es)
+            }),
+            None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params, es),
+        }
+    })
+}
+
+fn counting_plannings<R>(plan: impl FnOnce() -> R) -> R {
     /// Counts down however the planning ends (an error unwinds through it).
     struct Planning;
     impl Drop for Planning {
@@ -376,17 +410,10 @@ unsafe extern "C-unwind" fn planner(
             unsafe { PLANNING -= 1 };
         }
     }
-    // SAFETY: backend-local; the planner's own entry point, or the hook installed before ours.
-    unsafe {
-        PLANNING += 1;
-        let _planning = Planning;
-        match PREV_PLANNER_HOOK {
-            Some(prev) => pg_sys::submodules::ffi::pg_guard_ffi_boundary(|| {
-                prev(parse, query_string, cursor_options, bound_params)
-            }),
-            None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
-        }
-    }
+    // SAFETY: backend-local.
+    unsafe { PLANNING += 1 };
+    let _planning = Planning;
+    plan()
 }
 
 #[pg_guard]

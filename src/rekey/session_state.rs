@@ -107,19 +107,35 @@ fn quietly<R>(f: impl FnOnce() -> R) -> R {
         fn drop(&mut self) {
             // SAFETY: backend-local variables, put back as they were.
             unsafe {
-                pg_sys::log_min_messages = self.0;
+                *log_min_messages() = self.0;
                 pg_sys::client_min_messages = self.1;
             }
         }
     }
     // SAFETY: backend-local variables; nothing reads them as settings in between.
     let _restore = unsafe {
-        let restore = Restore(pg_sys::log_min_messages, pg_sys::client_min_messages);
-        pg_sys::log_min_messages = pg_sys::PGERROR as std::ffi::c_int;
+        let restore = Restore(*log_min_messages(), pg_sys::client_min_messages);
+        *log_min_messages() = pg_sys::PGERROR as std::ffi::c_int;
         pg_sys::client_min_messages = pg_sys::PGERROR as std::ffi::c_int;
         restore
     };
     f()
+}
+
+/// The `log_min_messages` errstart compares with: one variable up to 18; from 19, which sets it
+/// per process type, this process type's entry (elog.c reads `log_min_messages[MyBackendType]`).
+unsafe fn log_min_messages() -> *mut std::ffi::c_int {
+    #[cfg(not(feature = "pg19"))]
+    {
+        &raw mut pg_sys::log_min_messages
+    }
+    #[cfg(feature = "pg19")]
+    // SAFETY: an array of BACKEND_NUM_TYPES entries, indexed by the process's own type.
+    unsafe {
+        (&raw mut pg_sys::log_min_messages)
+            .cast::<std::ffi::c_int>()
+            .add(pg_sys::MyBackendType as usize)
+    }
 }
 
 /// How many times the session holds the lock `tag` in `mode` at session level, found by releasing

@@ -58,7 +58,7 @@ fn uuidv7_interval(shift: Interval) -> Uuid {
     let ns = ascending_now_ns();
     // Before 17 these field values are a finite interval, and the sum below says what that
     // version's timestamptz + interval says of it.
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    #[cfg(any(feature = "pg17", feature = "pg18", feature = "pg19"))]
     if is_infinite(&shift) {
         ereport!(
             ERROR,
@@ -85,7 +85,7 @@ fn uuidv7_interval(shift: Interval) -> Uuid {
 }
 
 /// PostgreSQL 17 added infinite intervals: all three fields at their extreme.
-#[cfg(any(feature = "pg17", feature = "pg18"))]
+#[cfg(any(feature = "pg17", feature = "pg18", feature = "pg19"))]
 fn is_infinite(i: &Interval) -> bool {
     (i.months() == i32::MAX && i.days() == i32::MAX && i.micros() == i64::MAX)
         || (i.months() == i32::MIN && i.days() == i32::MIN && i.micros() == i64::MIN)

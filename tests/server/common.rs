@@ -327,6 +327,16 @@ pub fn earlier_releases() -> Vec<String> {
     releases
 }
 
+/// Where a file the server names (its SHAREDIR, say) is on this machine: the same path, but for
+/// a server in a chroot (PostgreSQL 19 here, scripts/sid.sh), whose root the test command passes
+/// as `PG_OBJECTID_TEST_SERVER_ROOT`.
+pub fn server_path(path: &str) -> String {
+    format!(
+        "{}{path}",
+        std::env::var("PG_OBJECTID_TEST_SERVER_ROOT").unwrap_or_default()
+    )
+}
+
 /// No line of the server log (`PG_OBJECTID_TEST_LOG`) tells of a process that died of a signal,
 /// of a backend's unexpected exit code, of a PANIC, or of the crash restart that follows one.
 /// (A background worker exiting with code 1 is normal at shutdown, hence "server process".)

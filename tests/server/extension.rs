@@ -491,7 +491,7 @@ fn every_script_stops_psql_before_its_first_statement() {
         "SELECT setting FROM pg_config WHERE name = 'SHAREDIR'",
     );
     let mut scripts = vec![(
-        format!("{sharedir}/extension/pg_objectid--{current}.sql"),
+        server_path(&format!("{sharedir}/extension/pg_objectid--{current}.sql")),
         "CREATE EXTENSION pg_objectid".to_string(),
     )];
     for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql")).unwrap() {

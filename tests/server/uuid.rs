@@ -502,3 +502,73 @@ fn bounds_and_first_values_after_2262() {
         1
     );
 }
+
+/// Issue 37: PostgreSQL 19 has casts `uuid::bytea` and `bytea::uuid` and the `base32hex`
+/// encoding. The extension adds no cast of uuid on any version (a cast is global, and one of an
+/// extension's on 13-18 would make a pg_upgrade to 19 fail on the duplicate), so on 19 the casts
+/// are the server's, work beside the extension's values, and unqualified `uuidv7()` and
+/// `uuid_extract_timestamp()` reach the server's functions; before 19 there is no such cast.
+#[test]
+fn nineteens_uuid_casts_and_names_are_the_servers() {
+    let mut c = database_with_extension("").client;
+    let version = server_version(&mut c);
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM pg_cast k JOIN pg_depend d \
+               ON d.classid = 'pg_cast'::regclass AND d.objid = k.oid AND d.deptype = 'e' \
+             WHERE 'uuid'::regtype IN (k.castsource, k.casttarget)"
+        ),
+        0,
+        "the extension owns no cast of uuid"
+    );
+    let casts = one_i64(
+        &mut c,
+        "SELECT count(*) FROM pg_cast WHERE (castsource, casttarget) IN \
+           (('uuid'::regtype, 'bytea'::regtype), ('bytea'::regtype, 'uuid'::regtype))",
+    );
+    if version < 190000 {
+        assert_eq!(casts, 0, "no uuid/bytea cast before 19");
+        return;
+    }
+    assert_eq!(
+        one_i64(
+            &mut c,
+            "SELECT count(*) FROM pg_cast k JOIN pg_proc p ON p.oid = k.castfunc \
+             WHERE (k.castsource, k.casttarget) IN \
+               (('uuid'::regtype, 'bytea'::regtype), ('bytea'::regtype, 'uuid'::regtype)) \
+               AND p.pronamespace = 'pg_catalog'::regnamespace"
+        ),
+        2,
+        "19's two casts, by its own functions"
+    );
+    // The extension's v7 values through 19's casts and back, and 19's base32hex form of them
+    // sorting as the uuids do.
+    assert!(one_bool(
+        &mut c,
+        "WITH v AS (SELECT public.uuidv7_at(now() - i * interval '1 ms') AS u \
+                    FROM generate_series(1, 500) i) \
+         SELECT bool_and(u::bytea::uuid = u AND length(u::bytea) = 16 \
+                         AND u::bytea = decode(replace(u::text, '-', ''), 'hex')) \
+            AND array_agg(u ORDER BY u) = \
+                array_agg(u ORDER BY rtrim(encode(u::bytea, 'base32hex'), '=') COLLATE \"C\") \
+         FROM v"
+    ));
+    expect_error(
+        &mut c,
+        "SELECT '\\x0102'::bytea::uuid",
+        &SqlState::INVALID_BINARY_REPRESENTATION,
+    );
+    for f in ["uuidv7()", "uuid_extract_timestamp(uuid)", "uuid_extract_version(uuid)", "uuidv4()"] {
+        assert!(
+            one_bool(
+                &mut c,
+                &format!(
+                    "SELECT to_regprocedure('{f}') = to_regprocedure('pg_catalog.{f}') \
+                       AND to_regprocedure('public.{f}') IS NOT NULL"
+                )
+            ),
+            "unqualified {f} is 19's"
+        );
+    }
+}
