@@ -38,8 +38,8 @@ pg_config_of() {
         # The 13 wheel's programs find their libraries in a folder beside the tree.
         13) echo "$CACHE/pg13/postgresql/bin/pg_config" ;;
         14 | 16 | 17 | 18) echo "$CACHE/pg$1/bin/pg_config" ;;
-        # A wrapper that runs the pg_config of the sid chroot (sid.sh).
-        19) echo "$SID_WRAPPERS/pg_config" ;;
+        # A wrapper that runs the pg_config of the sid chroot (sid.sh); in the chroot, its own.
+        19) if inside_sid; then echo "$SID_PG_BIN/pg_config"; else echo "$SID_WRAPPERS/pg_config"; fi ;;
         *) die "unsupported PostgreSQL version: $1 (supported: ${ALL_VERSIONS[*]})" ;;
     esac
 }

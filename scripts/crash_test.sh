@@ -17,7 +17,8 @@ cd "$ROOT"
 trap 'cluster_stop "$pg_config" "$dir"' EXIT
 
 run_as=
-[ "$(id -u)" = 0 ] && run_as=$RUN_AS
+# 19's pg_ctl is a wrapper that switches user itself (sid.sh).
+[ "$(id -u)" = 0 ] && ! is_sid_program "$("$pg_config" --bindir)/pg_ctl" && run_as=$RUN_AS
 status=0
 for preload in no yes; do
     settings=()

@@ -185,8 +185,20 @@ as_pg_user "$new_bin/pg_restore" -h "$base/restored" -p $((first + 1)) -U postgr
     "$base/app.dump"
 check_moved "$base/restored" $((first + 1)) "restored into $new" "$before" "$recent"
 
-log "pg_upgrade from $old to $new"
-if upgrade "$old" "$base/source" "$base/upgraded" $((first + 2)); then
+# 19's pg_upgrade runs in the sid chroot (sid.sh), where only the servers under $CACHE (bind-mounted
+# there) can run: Debian 12's own 15 needs Debian 12's libraries. From it, upgrade from FALLBACK.
+old_cfg=$(pg_config_of "$old")
+if [ "$new" = 19 ] && [ "${old_cfg#"$CACHE"/}" = "$old_cfg" ]; then
+    log "pg_upgrade from $old to $new: $old's programs cannot run in 19's chroot; from $fallback instead"
+    make_source "$fallback" "$base/source-$fallback" $((first + 6))
+    before=$(psql_at "$base/source-$fallback" $((first + 6)) "$checksum")
+    recent=$(psql_at "$base/source-$fallback" $((first + 6)) "SELECT count(*) FROM recent")
+    upgrade "$fallback" "$base/source-$fallback" "$base/upgraded" $((first + 2)) || {
+        cat "$base/upgraded.log" >&2
+        die "pg_upgrade $fallback -> $new failed"
+    }
+    check_moved "$base/upgraded" $((first + 2)) "upgraded from $fallback" "$before" "$recent"
+elif log "pg_upgrade from $old to $new" && upgrade "$old" "$base/source" "$base/upgraded" $((first + 2)); then
     check_moved "$base/upgraded" $((first + 2)) "upgraded from $old" "$before" "$recent"
 elif grep -q 'unrecognized parameter "pg_attver"' "$base/upgraded.log"; then
     # NEW's pg_dump copies OLD's pg_attver column options into the upgrade script and NEW's

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Tests the Debian package of pg_objectid for PostgreSQL 15 on Debian's own server, as a user of
-# the package would meet it:
-#   scripts/package_test.sh [PORT]      PORT of the throwaway cluster, default 56100
-# builds postgresql-15-objectid with scripts/package.sh (lintian must pass), installs it with
+# Tests the Debian package of pg_objectid for PostgreSQL 15 (or 19) on Debian's own server, as a
+# user of the package would meet it:
+#   scripts/package_test.sh [PORT] [VERSION]   PORT of the throwaway cluster, default 56100;
+#                                              VERSION 15 (default) or 19
+# 19 is Debian's build in the sid chroot (sid.sh): the script runs itself there, where that server
+# is an ordinary Debian package, so the package is built, linted, installed and purged there.
+# It builds postgresql-V-objectid with scripts/package.sh (lintian must pass), installs it with
 # apt-get, checks that dpkg installed exactly the package's files, then in a throwaway cluster of
 # Debian's 15 (PG_OBJECTID_PACKAGE_TEST_DIR, default /tmp/pg_objectid-package-test): CREATE
 # EXTENSION and the extension's functions, CREATE EXTENSION by a user who is not a superuser,
@@ -15,14 +18,20 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 port=${1:-56100}
-[[ $port =~ ^[0-9]+$ ]] || die "usage: $0 [PORT]"
+v=${2:-15}
+[[ $port =~ ^[0-9]+$ ]] && [[ $v =~ ^(15|19)$ ]] || die "usage: $0 [PORT] [15|19]"
+if [ "$v" = 19 ] && ! inside_sid; then
+    log "running the package test for 19 in the chroot $SID"
+    in_sid env PG_OBJECTID_PACKAGE_TEST_DIR="${PG_OBJECTID_PACKAGE_TEST_DIR:-}" bash "$0" "$port" 19
+    exit
+fi
 SUDO=()
 [ "$(id -u)" = 0 ] || SUDO=(sudo)
 command -v lintian >/dev/null || die "lintian is missing: apt-get install lintian"
 
-package=postgresql-15-objectid
-pg_config=$(pg_config_of 15)
-[ -x "$pg_config" ] || die "Debian's PostgreSQL 15 is missing: run scripts/setup.sh 15"
+package=postgresql-$v-objectid
+pg_config=$(pg_config_of "$v")
+[ -x "$pg_config" ] || die "Debian's PostgreSQL $v is missing: run scripts/setup.sh $v"
 dpkg -S "$pg_config" >/dev/null 2>&1 || die "$pg_config is not from a Debian package"
 bindir=$("$pg_config" --bindir)
 libdir=$("$pg_config" --pkglibdir)
@@ -66,7 +75,7 @@ fail() { die "package test: $*"; }
 
 log "building $package"
 # Its report, lintian's included, goes to the log (standard error).
-"$ROOT/scripts/package.sh" --out "$work/debs" 15 >&2
+"$ROOT/scripts/package.sh" --out "$work/debs" "$v" >&2
 debs=("$work"/debs/"$package"_*.deb)
 [[ ${#debs[@]} = 1 && -f ${debs[0]} ]] || fail "package.sh made no single $package package"
 deb=${debs[0]}
@@ -111,7 +120,7 @@ for s in "${upgrade_scripts[@]}"; do
     cmp -s "$ROOT/sql/$s" "$extdir/$s" || fail "the installed $s differs from sql/$s"
 done
 
-log "a cluster of Debian's PostgreSQL 15 in $dir, port $port"
+log "a cluster of Debian's PostgreSQL $v in $dir, port $port"
 cluster_start "$pg_config" "$dir" "$port"
 
 # q USER DATABASE SQL: the rows, unaligned, stopping at the first error.
@@ -123,7 +132,7 @@ expect() {
     [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
 }
 
-expect "the server's version" "$(q postgres postgres "SHOW server_version_num" | cut -c1-2)" 15
+expect "the server's version" "$(q postgres postgres "SHOW server_version_num" | cut -c1-2)" "$v"
 expect "the available extension" \
     "$(q postgres postgres "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_objectid'")" \
     "$version"

@@ -43,6 +43,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# PostgreSQL 19's chroot (sid.sh) downloads and installs its packages while cargo-pgrx compiles.
+sid_job=
+if printf '%s\n' "${versions[@]}" | grep -qx 19; then
+    mkdir -p "$CACHE"
+    sid_make >"$CACHE/sid-make.log" 2>&1 &
+    sid_job=$!
+fi
+
 # The crate and the tool must match exactly. pgrx 0.19.4 declares rust-version 1.96, one above the
 # machine's rustup toolchain (1.95, the newest it can fetch); it builds and passes every test on
 # 1.95, so the host's cargo runs with --ignore-rust-version (host_cargo, common.sh). 19 is built
@@ -59,7 +67,10 @@ for v in "${versions[@]}"; do
     case $v in
         15) ;;
         # PostgreSQL 19, rustc 1.97 and a cargo-pgrx built with it, in a sid chroot (sid.sh).
-        19) sid_setup ;;
+        19)
+            wait "$sid_job" || { cat "$CACHE/sid-make.log" >&2; die "making the PostgreSQL 19 chroot failed"; }
+            sid_finish
+            ;;
         *) fetch_postgres "$v" ;;
     esac
 done

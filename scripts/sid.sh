@@ -7,8 +7,8 @@
 # a cluster made in the chroot is an ordinary folder under /tmp to the host's scripts and tests.
 #
 # $CACHE/pg19/bin holds a wrapper per program of 19 (pg_config, initdb, pg_ctl, psql, pg_dump,
-# pg_upgrade, ...) that runs it in the chroot as $RUN_AS, so `pg_config_of 19` works as for the
-# other versions. Its pg_config prints the chroot's folders as the host sees them (the chroot's
+# pg_upgrade, ...) that runs it in the chroot (the server's programs as $RUN_AS), so
+# `pg_config_of 19` works as for the other versions. Its pg_config prints the chroot's folders as the host sees them (the chroot's
 # path in front), and the wrappers as --bindir.
 
 SID=${PG_OBJECTID_SID:-/var/lib/pg_objectid/sid}
@@ -57,6 +57,10 @@ sid_mount() {
 # in_sid COMMAND...: COMMAND as root in the chroot, in the current folder (the same path there),
 # with the chroot's cargo and a clean environment but for the variables named below.
 in_sid() {
+    if inside_sid; then
+        "$@"
+        return
+    fi
     sid_mount
     chroot "$SID" /usr/bin/env -i HOME=/root LANG=C.UTF-8 USER=root \
         PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -65,9 +69,16 @@ in_sid() {
         /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
 }
 
-# Builds the chroot (about 6 minutes the first time, most of it cargo-pgrx), or does nothing when
-# it is there with this recipe. Needs root.
+# Builds the chroot (about 4 minutes the first time: debootstrap, then Debian's packages), or does
+# nothing when it is there with this recipe. Needs root, and the host's cargo-pgrx (setup.sh).
 sid_setup() {
+    sid_make
+    sid_finish
+}
+
+# sid_setup's first part, which needs nothing of the host's toolchain (setup.sh runs it beside
+# the build of cargo-pgrx): the tree and its packages.
+sid_make() {
     [ "$(id -u)" = 0 ] || die "the PostgreSQL 19 chroot needs root to make and to use (docs/testing.md)"
     if [ "$(cat "$SID/etc/pg_objectid-sid" 2>/dev/null)" != "$SID_RECIPE" ]; then
         local mirror
@@ -90,6 +101,8 @@ sid_setup() {
         mkdir -p "$SID/usr/local/share/ca-certificates"
         cp /usr/local/share/ca-certificates/*.crt "$SID/usr/local/share/ca-certificates/" 2>/dev/null || true
         cp /etc/resolv.conf "$SID/etc/resolv.conf"
+        # sudo (cargo pgrx test runs the server through it) looks the machine's name up.
+        cp /etc/hosts "$SID/etc/hosts"
         # The server's user with the host's uid and gid, so both sides own the same files.
         local uid gid
         uid=$(id -u "$RUN_AS") gid=$(id -g "$RUN_AS")
@@ -108,11 +121,20 @@ sid_setup() {
             die "installing packages in the chroot failed"
         echo "$SID_RECIPE" >"$SID/etc/pg_objectid-sid"
     fi
+}
+
+# The second part: cargo-pgrx, its registration of 19, the wrappers.
+sid_finish() {
     sid_mount
+    # cargo-pgrx only drives cargo, so the host's build of the pinned version (setup.sh) serves:
+    # copied in, it runs on sid's newer C library and calls sid's cargo and rustc 1.97. That saves
+    # building it again with sid's rustc (6 minutes alone, more beside other builds).
     if ! in_sid cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION"; then
-        log "building cargo-pgrx $PGRX_VERSION in the chroot with its rustc (about 6 minutes)"
-        in_sid cargo install --locked --quiet cargo-pgrx --version "$PGRX_VERSION" ||
-            die "building cargo-pgrx in the chroot failed"
+        local host_pgrx
+        host_pgrx=$(command -v cargo-pgrx) || die "no cargo-pgrx on the host: scripts/setup.sh installs it first"
+        install -m 0755 "$host_pgrx" "$SID/usr/local/bin/cargo-pgrx"
+        in_sid cargo pgrx --version 2>/dev/null | grep -qx "cargo-pgrx $PGRX_VERSION" ||
+            die "the host's $host_pgrx is not cargo-pgrx $PGRX_VERSION"
     fi
     grep -qx "pg19 = \"$SID_PG_BIN/pg_config\"" "$SID$SID_PGRX_HOME/config.toml" 2>/dev/null ||
         in_sid cargo pgrx init --pg19 "$SID_PG_BIN/pg_config" >/dev/null
@@ -152,7 +174,17 @@ if [ "\$prog" = pg_config ] && [ \$# = 1 ]; then
             exit 0 ;;
     esac
 fi
-if [ "\$(id -u)" = 0 ]; then user=$RUN_AS; else user=\$(id -un); fi
+# As root: the server's programs as $RUN_AS (they refuse root, and own what they make, as
+# as_pg_user runs them for the other versions); clients as root, who may read and write the files
+# the caller names.
+user=\$(id -un)
+if [ "\$user" = root ]; then
+    case \$prog in
+        psql | pg_dump | pg_dumpall | pg_restore | createdb | dropdb | createuser | dropuser | \\
+            pg_isready | vacuumdb | reindexdb | clusterdb | pgbench | pg_config) ;;
+        *) user=$RUN_AS ;;
+    esac
+fi
 exec \$sudo chroot --userspec="\$user" "$SID" /bin/sh -c 'cd "\$1" 2>/dev/null || cd /; shift; exec "\$@"' \\
     sh "\$PWD" $SID_PG_BIN/"\$prog" "\$@"
 EOF
@@ -161,6 +193,11 @@ EOF
     for prog in "$SID$SID_PG_BIN"/*; do
         ln -sfn .run "$SID_WRAPPERS/$(basename "$prog")"
     done
+}
+
+# Whether this runs in the chroot (a script that sid_* ran there).
+inside_sid() {
+    [ -f /etc/pg_objectid-sid ]
 }
 
 # Whether $1 is one of the wrappers (it switches to $RUN_AS itself).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: set up, then run every test on each selected PostgreSQL major version.
-#   scripts/test.sh           all of 13 14 15 16 17 18
+#   scripts/test.sh           all of 13 14 15 16 17 18 19 (19 in a chroot: docs/testing.md)
 #   scripts/test.sh 15        a subset (or PG_OBJECTID_VERSIONS="15 18")
 # First the linters (scripts/lint.sh) and the kernel's unit tests. Then, per version, every test
 # of that version (scripts/test_version.sh: the server suite, the preloaded generator, the crash
@@ -103,6 +103,11 @@ if selected 15 && selected 17 && selected 18; then
     job cross-version labelled "dump/restore and pg_upgrade to 18" \
         "$ROOT/scripts/cross_version.sh" 15 18 17 "${also[@]}"
 fi
+# Issue 37: into 19 from 15 (17 where 15's own column options stop pg_upgrade) and from 18.
+if selected 15 && selected 17 && selected 18 && selected 19; then
+    job cross-version-19 labelled "dump/restore and pg_upgrade to 19 (from 15 or 17, and 18)" \
+        "$ROOT/scripts/cross_version.sh" 15 19 17 18
+fi
 if selected 15 && selected 18; then
     job replication labelled "logical replication 15 -> 18, streaming replication on 18" \
         "$ROOT/scripts/replication_test.sh" 15 18
@@ -125,8 +130,13 @@ wait_all
 if selected 15; then
     job debian labelled "Debian package on PostgreSQL 15" \
         env PG_OBJECTID_PACKAGE_TEST_DIR="$base/package" "$ROOT/scripts/package_test.sh" 55650
-    wait_all
 fi
+# The same for Debian's 19, in the sid chroot (the script runs itself there).
+if selected 19; then
+    job debian-19 labelled "Debian package on PostgreSQL 19" \
+        env PG_OBJECTID_PACKAGE_TEST_DIR="$base/package-19" "$ROOT/scripts/package_test.sh" 55651 19
+fi
+wait_all
 
 # A failed job's last lines once more, next to the summary: a reader of a cut log (CI shows its
 # beginning and end) then sees why without the whole output. Every log stays in $logs.

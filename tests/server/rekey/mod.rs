@@ -6,9 +6,10 @@
 //! One file per concern: `end_to_end` (whole runs, interrupted or written to meanwhile),
 //! `options` (how a run is asked for), `refusals` (what is refused before anything changes),
 //! `references` (foreign keys and partitions that follow the key), `state` (the record, lock and
-//! status of a rekey), `names` (names of tables and schemas), `others_code` (whose code runs) and
-//! `around` (materialized views, rows without a time, translation before and after). This file
-//! holds the shop they rekey and the checks of its result.
+//! status of a rekey), `names` (names of tables and schemas), `others_code` (whose code runs),
+//! `around` (materialized views, rows without a time, translation before and after) and `repack`
+//! (tables rewritten by REPACK, VACUUM FULL and CLUSTER under the run). This file holds the shop
+//! they rekey and the checks of its result.
 
 mod around;
 mod end_to_end;
@@ -17,6 +18,7 @@ mod options;
 mod others_code;
 mod references;
 mod refusals;
+mod repack;
 mod state;
 
 use postgres::Client;
