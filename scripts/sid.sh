@@ -15,10 +15,13 @@ SID=${PG_OBJECTID_SID:-/var/lib/pg_objectid/sid}
 SID_PG_BIN=/usr/lib/postgresql/19/bin
 SID_WRAPPERS="$CACHE/pg19/bin"
 # What sid_setup installs; a change here makes it install again over the existing tree.
-SID_RECIPE=4
+SID_RECIPE=5
 SID_PGRX_HOME=/root/.pgrx
 SID_PACKAGES=(rustc cargo rustfmt rust-clippy git clang libclang-dev gcc libc6-dev make pkg-config libssl-dev
     ca-certificates sudo python3 dpkg-dev lintian fakeroot patch)
+# The downloaded 17 and 18 (pg_upgrade's old servers, run in the chroot) link libxml2.so.2,
+# which sid keeps in package libxml2 beside its own libxml2.so.16.
+SID_PACKAGES+=(libxml2)
 SID_PG_PACKAGES=(postgresql-19/experimental postgresql-client-19/experimental
     postgresql-server-dev-19/experimental libpq-dev/experimental libpq5/experimental)
 
@@ -116,7 +119,7 @@ sid_make() {
         echo "create_main_cluster = false" >"$SID/etc/postgresql-common/createcluster.conf"
         sid_mount_minimal
         log "installing PostgreSQL 19, rustc and clang in the chroot"
-        in_sid_root sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null \
+        in_sid_root sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
             && update-ca-certificates >/dev/null' sh "${SID_PACKAGES[@]}" "${SID_PG_PACKAGES[@]}" ||
             die "installing packages in the chroot failed"
         echo "$SID_RECIPE" >"$SID/etc/pg_objectid-sid"
