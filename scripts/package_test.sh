@@ -19,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 port=${1:-56100}
 v=${2:-15}
-[[ $port =~ ^[0-9]+$ ]] && [[ $v =~ ^(15|19)$ ]] || die "usage: $0 [PORT] [15|19]"
+if ! [[ $port =~ ^[0-9]+$ && $v =~ ^(15|19)$ ]]; then die "usage: $0 [PORT] [15|19]"; fi
 if [ "$v" = 19 ] && ! inside_sid; then
     log "running the package test for 19 in the chroot $SID"
     in_sid env PG_OBJECTID_PACKAGE_TEST_DIR="${PG_OBJECTID_PACKAGE_TEST_DIR:-}" bash "$0" "$port" 19

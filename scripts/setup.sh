@@ -71,12 +71,13 @@ for v in "${versions[@]}"; do
             wait "$sid_job" || { cat "$CACHE/sid-make.log" >&2; die "making the PostgreSQL 19 chroot failed"; }
             sid_finish
             ;;
+        13) fetch_postgres 13 && complete_pg13_headers ;;
         *) fetch_postgres "$v" ;;
     esac
 done
 
 # `cargo pgrx init` replaces the whole list, so register every server present, not only the
-# ones asked for now. 19 is the chroot's cargo-pgrx's (sid_setup), not the host's.
+# ones asked for now. 19 is registered in the chroot (sid_finish), not here.
 init_args=()
 wanted=""
 for v in "${ALL_VERSIONS[@]}"; do

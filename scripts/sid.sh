@@ -1,20 +1,21 @@
 # shellcheck shell=bash
 # PostgreSQL 19 in a Debian unstable (sid) chroot, sourced by common.sh. Debian's only build of 19
-# (its experimental suite) needs a newer C library than Debian 12's, and pgrx 0.19 a newer rustc
-# than the machine's, so 19's server, its development files, rustc and cargo-pgrx live in a sid
-# tree made by debootstrap (docs/testing.md, "PostgreSQL 19"). The host's /tmp, this checkout and
-# $CACHE are bind-mounted into it at the same paths, and its postgres user has the host's uid, so
-# a cluster made in the chroot is an ordinary folder under /tmp to the host's scripts and tests.
+# (its experimental suite) needs a newer C library than Debian 12's, its headers a C23 compiler, and
+# pgrx 0.19 a newer rustc than the machine's, so 19's server, its development files, rustc and clang
+# live in a sid tree made by debootstrap, where everything of 19 is built (docs/testing.md,
+# "PostgreSQL 19"). The host's /tmp, this checkout and $CACHE are bind-mounted into it at the same
+# paths, and its postgres user has the host's uid, so a cluster made in the chroot is an ordinary
+# folder under /tmp to the host's scripts and tests.
 #
 # $CACHE/pg19/bin holds a wrapper per program of 19 (pg_config, initdb, pg_ctl, psql, pg_dump,
 # pg_upgrade, ...) that runs it in the chroot (the server's programs as $RUN_AS), so
-# `pg_config_of 19` works as for the other versions. Its pg_config prints the chroot's folders as the host sees them (the chroot's
-# path in front), and the wrappers as --bindir.
+# `pg_config_of 19` works as for the other versions. Its pg_config prints the chroot's folders as
+# the host sees them (the chroot's path in front), and the wrappers as --bindir.
 
 SID=${PG_OBJECTID_SID:-/var/lib/pg_objectid/sid}
 SID_PG_BIN=/usr/lib/postgresql/19/bin
 SID_WRAPPERS="$CACHE/pg19/bin"
-# What sid_setup installs; a change here makes it install again over the existing tree.
+# What sid_make installs; a change here makes it install again over the existing tree.
 SID_RECIPE=5
 SID_PGRX_HOME=/root/.pgrx
 SID_PACKAGES=(rustc cargo rustfmt rust-clippy git clang libclang-dev gcc libc6-dev make pkg-config libssl-dev
@@ -59,6 +60,7 @@ sid_mount() {
 
 # in_sid COMMAND...: COMMAND as root in the chroot, in the current folder (the same path there),
 # with the chroot's cargo and a clean environment but for the variables named below.
+# shellcheck disable=SC2016  # expanded by the inner shell, from its arguments
 in_sid() {
     if inside_sid; then
         "$@"

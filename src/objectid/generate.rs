@@ -229,7 +229,10 @@ unsafe fn attach_dsm_registry() -> *const Generator {
         #[cfg(feature = "pg19")]
         let segment = {
             #[pg_guard]
-            unsafe extern "C-unwind" fn init(ptr: *mut core::ffi::c_void, _arg: *mut core::ffi::c_void) {
+            unsafe extern "C-unwind" fn init(
+                ptr: *mut core::ffi::c_void,
+                _arg: *mut core::ffi::c_void,
+            ) {
                 unsafe { ptr.cast::<Generator>().write(make_generator()) };
             }
             pg_sys::GetNamedDSMSegment(

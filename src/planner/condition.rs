@@ -80,12 +80,9 @@ pub(crate) unsafe fn recognise(
         let strategy = timestamptz_comparison((*op).opno)?;
         let args: Vec<*mut pg_sys::Node> = list_ptrs((*op).args).map(|p| p.cast()).collect();
         let [left, right] = args[..] else { return None };
-        let (call, other, strategy) = if let Some(call) = time_call(left, catalog) {
-            (call, right, strategy)
-        } else if let Some(call) = time_call(right, catalog) {
-            (call, left, strategy.commuted())
-        } else {
-            return None;
+        let (call, other, strategy) = match time_call(left, catalog) {
+            Some(call) => (call, right, strategy),
+            None => (time_call(right, catalog)?, left, strategy.commuted()),
         };
         let (function, arg, column) = call;
         (pg_sys::exprType(other) == pg_sys::TIMESTAMPTZOID).then_some(TimeCondition {

@@ -639,7 +639,9 @@ fn plan(c: &mut Client, sql: &str, rewrite: bool) -> Option<String> {
 fn scanned(plan: Option<&str>) -> std::collections::BTreeSet<String> {
     plan.unwrap_or_default()
         .lines()
-        .filter(|line| !line.contains("Bitmap Index Scan") && !line.trim_start().starts_with("Replaces:"))
+        .filter(|line| {
+            !line.contains("Bitmap Index Scan") && !line.trim_start().starts_with("Replaces:")
+        })
         .filter_map(|line| line.split_once(" on ").map(|(_, rest)| rest))
         .filter_map(|rest| rest.split_whitespace().next())
         .map(str::to_string)

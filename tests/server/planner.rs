@@ -737,7 +737,10 @@ fn relations_that_are_not_tables_plan_as_before() {
         same_rows_on_and_off(&mut c, q);
     }
     let plan = explain(&mut c, &queries[queries.len() - 1]);
-    assert!(plan.contains("objectid_first_at_or_after") || plan.contains("ev_pkey"), "{plan}");
+    assert!(
+        plan.contains("objectid_first_at_or_after") || plan.contains("ev_pkey"),
+        "{plan}"
+    );
 
     // A named tuplestore: a statement trigger's transition table, read with a time condition.
     c.batch_execute(&format!(

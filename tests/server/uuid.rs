@@ -559,7 +559,12 @@ fn nineteens_uuid_casts_and_names_are_the_servers() {
         "SELECT '\\x0102'::bytea::uuid",
         &SqlState::INVALID_BINARY_REPRESENTATION,
     );
-    for f in ["uuidv7()", "uuid_extract_timestamp(uuid)", "uuid_extract_version(uuid)", "uuidv4()"] {
+    for f in [
+        "uuidv7()",
+        "uuid_extract_timestamp(uuid)",
+        "uuid_extract_version(uuid)",
+        "uuidv4()",
+    ] {
         assert!(
             one_bool(
                 &mut c,

@@ -47,13 +47,20 @@ fn tables_rewritten_by_repack_while_they_are_rekeyed() {
     let version = server_version(&mut c);
 
     // Three batches, then every rewrite of the three tables, then the rest.
-    c.batch_execute("CALL rekey_run('customers', 'created_at', batch_size => 300, max_batches => 3)")
-        .unwrap();
+    c.batch_execute(
+        "CALL rekey_run('customers', 'created_at', batch_size => 300, max_batches => 3)",
+    )
+    .unwrap();
     let mut all = rewrites(version, "customers", "customers_pkey");
     all.extend(rewrites(version, "orders", "orders_pkey"));
-    all.extend(rewrites(version, "customers_rekey_map", "customers_rekey_map_pkey"));
+    all.extend(rewrites(
+        version,
+        "customers_rekey_map",
+        "customers_rekey_map_pkey",
+    ));
     for sql in &all {
-        c.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        c.batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
     assert_eq!(
         one_i64(&mut c, "SELECT count(*) FROM customers_rekey_map"),
@@ -74,16 +81,24 @@ fn tables_rewritten_by_repack_while_they_are_rekeyed() {
     let started = Instant::now();
     let mut rewritten = 0;
     while !run.is_finished() {
-        assert!(started.elapsed() < Duration::from_secs(300), "the run did not finish");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the run did not finish"
+        );
         let sql = &all[rewritten % all.len()];
-        c.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        c.batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         rewritten += 1;
         thread::sleep(Duration::from_millis(30));
     }
     run.join().unwrap().unwrap();
-    assert!(rewritten >= all.len(), "only {rewritten} rewrites while the run went on");
+    assert!(
+        rewritten >= all.len(),
+        "only {rewritten} rewrites while the run went on"
+    );
     for sql in &all {
-        c.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        c.batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     assert_all_keys_v7_with_their_times(&mut c);
