@@ -1,20 +1,22 @@
 # Named targets over scripts/, for working on pg_objectid (docs/testing.md#targets says what each
 # costs). The README's test command, `bash scripts/test.sh`, is `make test`: it runs the same
 # scripts. Every target runs scripts/setup.sh for what it needs first; that is quick when the
-# machine is set up. V picks the PostgreSQL major version (13-18) where one is used.
+# machine is set up. V picks the PostgreSQL major version (13-19; 19 runs in a chroot, as root)
+# where one is used.
 #
 #   make quick          the inner loop: the kernel's unit tests and one version's server suite
 #   make version V=16   every test of one version (server, preloaded generator, crash, Citus, pgrx)
-#   make test           everything, on 13-18 (the README's command)
+#   make test           everything, on 13-19 (the README's command)
 #   make lint           rustfmt, clippy on every version, shellcheck, ruff
-#   make citus V=17 | cross-version | replication | package | pgxn | clients V=17 | mongodb V=18
+#   make citus V=17 | cross-version | cross-version-19 | replication | package | package-19 | pgxn
+#   make clients V=17 | mongodb V=18
 #   make bench | bench-rekey | bench-citus | bench-scale | demo | install V=15
 
 V ?= 17
 SHELL := /bin/bash
 
-.PHONY: quick unit server version test lint install setup citus cross-version replication \
-	package pgxn clients mongodb bench bench-rekey bench-citus bench-scale demo
+.PHONY: quick unit server version test lint install setup citus cross-version cross-version-19 \
+	replication package package-19 pgxn clients mongodb bench bench-rekey bench-citus bench-scale demo
 
 setup:
 	bash scripts/setup.sh $(V)
@@ -60,6 +62,12 @@ cross-version:
 	source scripts/common.sh && for v in 15 16 17 18; do install_extension "$$(pg_config_of $$v)" debug; done
 	bash scripts/cross_version.sh 15 18 17 16
 
+# Dump/restore into 19 from 15 and 18, pg_upgrade into 19 from 17 and 18.
+cross-version-19:
+	bash scripts/setup.sh 15 17 18 19
+	source scripts/common.sh && for v in 15 17 18 19; do install_extension "$$(pg_config_of $$v)" debug; done
+	bash scripts/cross_version.sh 15 19 17 18
+
 replication:
 	bash scripts/setup.sh 15 18
 	source scripts/common.sh && for v in 15 18; do install_extension "$$(pg_config_of $$v)" debug; done
@@ -69,6 +77,11 @@ replication:
 package:
 	bash scripts/setup.sh 15
 	bash scripts/package_test.sh 55650
+
+# The Debian package of 19, in the chroot 19 runs in (docs/testing.md#postgresql-19).
+package-19:
+	bash scripts/setup.sh 19
+	bash scripts/package_test.sh 55651 19
 
 # META.json and the zip, against the control files of the servers installed so far.
 pgxn: install

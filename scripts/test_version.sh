@@ -76,8 +76,8 @@ fi
 # Issue 12: a coordinator and two workers, on the versions Citus 14 supports. The script builds
 # Citus into this server's tree the first time (cached afterwards). Before the pgrx tests, which
 # install their own build (with the pg_test feature) over the one tested here.
-# Citus 14 refuses 19 at configure ("Citus is not compatible with the detected PostgreSQL version
-# 19"; docs/testing.md has what a build without that check gives).
+# Citus 14.0.1 refuses 19 at configure: "Citus is not compatible with the detected PostgreSQL
+# version 19." (docs/distributed.md).
 citus=-
 if [ "$v" -ge 16 ] && [ "$v" -le 18 ]; then
     citus=passed
