@@ -146,6 +146,15 @@ sid_finish() {
     sid_wrappers
 }
 
+# Undoes sid_mount (and sid_mount_minimal). Remove the chroot only after this: while the host's
+# /tmp and this checkout are mounted in it, deleting its tree deletes them.
+sid_unmount() {
+    local m
+    mount | awk -v root="$SID/" 'index($3, root) == 1 { print $3 }' | sort -r | while read -r m; do
+        umount "$m"
+    done
+}
+
 # Before the chroot's first package install: what apt and the packages' scripts need.
 sid_mount_minimal() {
     mkdir -p "$SID/proc"
