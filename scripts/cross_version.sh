@@ -189,11 +189,9 @@ as_pg_user "$new_bin/pg_restore" -h "$base/restored" -p $((first + 1)) -U postgr
     "$base/app.dump"
 check_moved "$base/restored" $((first + 1)) "restored into $new" "$before" "$recent" "$old"
 
-# 19's pg_upgrade runs in the sid chroot (sid.sh), where only the servers under $CACHE (bind-mounted
-# there) can run: Debian 12's own 15 needs Debian 12's libraries. From it, upgrade from FALLBACK.
-old_cfg=$(pg_config_of "$old")
-if [ "$new" = 19 ] && [ "${old_cfg#"$CACHE"/}" = "$old_cfg" ]; then
-    log "pg_upgrade from $old to $new: $old's programs cannot run in 19's chroot; from $fallback instead"
+# The whole pg_upgrade check from FALLBACK, where OLD's own cannot be run.
+upgrade_from_fallback() {
+    local before recent
     make_source "$fallback" "$base/source-$fallback" $((first + 6))
     before=$(psql_at "$base/source-$fallback" $((first + 6)) "$checksum")
     recent=$(psql_at "$base/source-$fallback" $((first + 6)) "SELECT count(*) FROM recent")
@@ -202,6 +200,14 @@ if [ "$new" = 19 ] && [ "${old_cfg#"$CACHE"/}" = "$old_cfg" ]; then
         die "pg_upgrade $fallback -> $new failed"
     }
     check_moved "$base/upgraded" $((first + 2)) "upgraded from $fallback" "$before" "$recent" "$fallback"
+}
+
+# 19's pg_upgrade runs in the sid chroot (sid.sh), where only the servers under $CACHE (bind-mounted
+# there) can run: Debian 12's own 15 needs Debian 12's libraries. From it, upgrade from FALLBACK.
+old_cfg=$(pg_config_of "$old")
+if [ "$new" = 19 ] && [ "${old_cfg#"$CACHE"/}" = "$old_cfg" ]; then
+    log "pg_upgrade from $old to $new: $old's programs cannot run in 19's chroot; from $fallback instead"
+    upgrade_from_fallback
 elif log "pg_upgrade from $old to $new" && upgrade "$old" "$base/source" "$base/upgraded" $((first + 2)); then
     check_moved "$base/upgraded" $((first + 2)) "upgraded from $old" "$before" "$recent" "$old"
 elif grep -q 'unrecognized parameter "pg_attver"' "$base/upgraded.log"; then
@@ -217,14 +223,7 @@ elif grep -q 'unrecognized parameter "pg_attver"' "$base/upgraded.log"; then
         die "pg_upgrade without pg_objectid failed for another reason; see $base/control-upgraded.log"
     echo "note: pg_upgrade $old -> $new fails the same way without pg_objectid (pg_attver): not ours"
     log "pg_upgrade from $fallback to $new instead"
-    make_source "$fallback" "$base/source-$fallback" $((first + 6))
-    before=$(psql_at "$base/source-$fallback" $((first + 6)) "$checksum")
-    recent=$(psql_at "$base/source-$fallback" $((first + 6)) "SELECT count(*) FROM recent")
-    upgrade "$fallback" "$base/source-$fallback" "$base/upgraded" $((first + 2)) || {
-        cat "$base/upgraded.log" >&2
-        die "pg_upgrade $fallback -> $new failed"
-    }
-    check_moved "$base/upgraded" $((first + 2)) "upgraded from $fallback" "$before" "$recent" "$fallback"
+    upgrade_from_fallback
 else
     cat "$base/upgraded.log" >&2
     die "pg_upgrade $old -> $new failed"
