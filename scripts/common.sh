@@ -39,7 +39,15 @@ pg_config_of() {
         13) echo "$CACHE/pg13/postgresql/bin/pg_config" ;;
         14 | 16 | 17 | 18) echo "$CACHE/pg$1/bin/pg_config" ;;
         # A wrapper that runs the pg_config of the sid chroot (sid.sh); in the chroot, its own.
-        19) if inside_sid; then echo "$SID_PG_BIN/pg_config"; else echo "$SID_WRAPPERS/pg_config"; fi ;;
+        19)
+            if inside_sid; then
+                echo "$SID_PG_BIN/pg_config"
+            else
+                # The wrappers need the chroot's mounts, which end with the machine (or sid_unmount).
+                if [ "$(id -u)" = 0 ] && [ -x "$SID$SID_PG_BIN/postgres" ]; then sid_mount; fi
+                echo "$SID_WRAPPERS/pg_config"
+            fi
+            ;;
         *) die "unsupported PostgreSQL version: $1 (supported: ${ALL_VERSIONS[*]})" ;;
     esac
 }
