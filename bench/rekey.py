@@ -16,7 +16,10 @@ same copy, side by side in one run:
 The shapes (--shapes): one_column, a child of three rows per parent (the default); self_reference,
 the parent referencing another parent row; two_foreign_keys, a child with two foreign keys to the
 parent; composite_child, a child whose primary key is (parent_id, line); partitioned_child, the
-child partitioned by time into four partitions. The toolkit runs at each --batch-size given.
+child partitioned by time into four partitions; application, issue 38's held-out schema (a
+self-reference, a three-level ON UPDATE CASCADE chain, two foreign keys from one table, a
+partitioned table, another role's table, row-level security for an application role, updated_at,
+audit and UPDATE OF name triggers). The toolkit runs at each --batch-size given.
 
 For each: keys and rows rewritten per second, WAL bytes per rewritten row, the key index's and the
 child's foreign-key index's leaf density before, after, and after REINDEX CONCURRENTLY, and the
@@ -173,6 +176,86 @@ SHAPES = {
         "rows_per_parent": 4,
         "child_index": None,
     },
+    # The held-out schema of issue 38, in the benchmark's terms: the key table (parent) references
+    # itself and has an AFTER UPDATE OF name trigger and an updated_at trigger; its orders (child,
+    # the probe's) carry a policy for an application role, an updated_at and an audit trigger, and
+    # are referenced ON UPDATE CASCADE by their items (the third level, which neither rekey of
+    # parent changes); transfers have two foreign keys to parent; events are partitioned by time;
+    # notes belong to another role. Every trigger fires in both the naive update and the toolkit
+    # (fire_triggers => true), but the AFTER UPDATE OF name one, which fires in neither.
+    "application": {
+        "child": """
+            ALTER TABLE parent ADD COLUMN name text, ADD COLUMN updated_at timestamptz, ADD COLUMN referred_by uuid;
+            UPDATE parent p SET name = 'p' || p.n, referred_by = r.id FROM parent r WHERE r.n = greatest(p.n / 2, 1);
+            CREATE INDEX parent_referred_by ON parent (referred_by);
+            CREATE FUNCTION set_updated_at() RETURNS trigger LANGUAGE plpgsql AS $f$
+                BEGIN NEW.updated_at := now(); RETURN NEW; END $f$;
+            CREATE FUNCTION renamed() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$;
+            CREATE TABLE audit (tbl text NOT NULL, op text NOT NULL, who name NOT NULL, at timestamptz NOT NULL DEFAULT now());
+            CREATE FUNCTION audited() RETURNS trigger LANGUAGE plpgsql AS $f$
+                BEGIN INSERT INTO public.audit (tbl, op, who) VALUES (TG_TABLE_NAME, TG_OP, current_user); RETURN NULL; END $f$;
+            CREATE TABLE child (
+                id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                parent_id uuid NOT NULL,
+                n integer NOT NULL,
+                touched integer NOT NULL DEFAULT 0,
+                updated_at timestamptz,
+                pad text NOT NULL);
+            INSERT INTO child (parent_id, n, pad)
+                SELECT p.id, 3 * p.n + j, repeat('c', 20) FROM parent p, generate_series(0, 2) j
+                ORDER BY random();
+            CREATE INDEX child_parent_id ON child (parent_id);
+            CREATE UNIQUE INDEX child_n ON child (n);
+            CREATE TABLE order_items (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                order_id uuid NOT NULL REFERENCES child ON UPDATE CASCADE,
+                qty integer NOT NULL);
+            INSERT INTO order_items (order_id, qty) SELECT c.id, 1 FROM child c WHERE c.n % 3 = 0;
+            CREATE INDEX order_items_order_id ON order_items (order_id);
+            CREATE TABLE transfers (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                from_id uuid NOT NULL,
+                to_id uuid NOT NULL,
+                amount integer NOT NULL);
+            INSERT INTO transfers (from_id, to_id, amount)
+                SELECT p.id, q.id, 1 FROM parent p JOIN parent q ON q.n = p.n % {parents} + 1 WHERE p.n % 2 = 0;
+            CREATE INDEX transfers_from_id ON transfers (from_id);
+            CREATE INDEX transfers_to_id ON transfers (to_id);
+            CREATE TABLE events (
+                parent_id uuid NOT NULL,
+                at timestamptz NOT NULL,
+                kind text NOT NULL) PARTITION BY RANGE (at);
+            CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM (MINVALUE) TO ('2022-06-01 00:00:00+00');
+            CREATE TABLE events_2 PARTITION OF events FOR VALUES FROM ('2022-06-01 00:00:00+00') TO (MAXVALUE);
+            INSERT INTO events (parent_id, at, kind) SELECT p.id, p.created_at, 'signup' FROM parent p WHERE p.n % 4 = 0;
+            CREATE INDEX events_parent_id ON events (parent_id);
+            DO $d$ BEGIN
+                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_app') THEN CREATE ROLE bench_app; END IF;
+                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_other') THEN CREATE ROLE bench_other; END IF;
+            END $d$;
+            CREATE TABLE notes (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent_id uuid NOT NULL, body text NOT NULL);
+            INSERT INTO notes (parent_id, body) SELECT p.id, 'n' FROM parent p WHERE p.n % 20 = 0;
+            CREATE INDEX notes_parent_id ON notes (parent_id);
+            ALTER TABLE notes OWNER TO bench_other;
+            ALTER TABLE child ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY app_rows ON child TO bench_app USING (touched >= 0);
+            GRANT SELECT, UPDATE ON parent, child TO bench_app;
+            CREATE TRIGGER renamed AFTER UPDATE OF name ON parent FOR EACH ROW EXECUTE FUNCTION renamed();
+            CREATE TRIGGER parent_updated_at BEFORE UPDATE ON parent FOR EACH ROW EXECUTE FUNCTION set_updated_at();
+            CREATE TRIGGER child_updated_at BEFORE UPDATE ON child FOR EACH ROW EXECUTE FUNCTION set_updated_at();
+            CREATE TRIGGER child_audit AFTER UPDATE ON child FOR EACH ROW EXECUTE FUNCTION audited();""",
+        "foreign_keys": ["ALTER TABLE parent ADD FOREIGN KEY (referred_by) REFERENCES parent {action}",
+                         "ALTER TABLE child ADD FOREIGN KEY (parent_id) REFERENCES parent {action}",
+                         "ALTER TABLE transfers ADD FOREIGN KEY (from_id) REFERENCES parent {action}",
+                         "ALTER TABLE transfers ADD FOREIGN KEY (to_id) REFERENCES parent {action}",
+                         "ALTER TABLE events ADD FOREIGN KEY (parent_id) REFERENCES parent {action}",
+                         "ALTER TABLE notes ADD FOREIGN KEY (parent_id) REFERENCES parent {action}"],
+        # parent (and its self-reference), 3 orders, half a transfer (two columns), a quarter of an
+        # event, a twentieth of a note.
+        "rows_per_parent": 1 + 3 + 0.5 + 0.25 + 0.05,
+        "child_index": "child_parent_id",
+        "fire_triggers": True,
+    },
 }
 
 
@@ -258,7 +341,8 @@ def measure(dsn, db, method, parents, batch_size, shape, cascade):
         c.execute("SELECT rekey_switch_default('parent')")
         # "default": no batch_size, so rekey_run sizes each batch by the time the last one took.
         size = "" if batch_size == "default" else f", batch_size => {batch_size}"
-        c.execute(f"CALL rekey_run('parent', 'created_at'{size}, lock_timeout => '5s')")
+        fire = ", fire_triggers => true" if SHAPES[shape].get("fire_triggers") else ""
+        c.execute(f"CALL rekey_run('parent', 'created_at'{size}{fire}, lock_timeout => '5s')")
     seconds = time.monotonic() - started
     probe.stop.set()
     probe.join()
@@ -274,7 +358,8 @@ def measure(dsn, db, method, parents, batch_size, shape, cascade):
     # after it, while autovacuum cleans up after the toolkit's committed batches as it goes (on
     # the same cores). Timed apart, so that both ways to a table without them can be compared.
     vacuum_started = time.monotonic()
-    c.execute("VACUUM parent" + ("" if shape == "self_reference" else ", child"))
+    c.execute("VACUUM parent" + ("" if shape == "self_reference" else ", child")
+              + (", transfers, events, notes" if shape == "application" else ""))
     vacuum_seconds = time.monotonic() - vacuum_started
     result.update(vacuum_seconds=vacuum_seconds, keys_per_second_with_vacuum=parents / (seconds + vacuum_seconds))
     if shape == "one_column":
@@ -283,6 +368,7 @@ def measure(dsn, db, method, parents, batch_size, shape, cascade):
         result["reindexed"] = densities(c, shape)
     if method == "toolkit":
         result["batches"] = one(c, "SELECT batches FROM objectid_internal.rekey_state")
+        result["fast_path"] = one(c, "SELECT fast_path FROM objectid_internal.rekey_state")
     return result
 
 

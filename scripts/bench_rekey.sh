@@ -13,6 +13,7 @@
 #   --batch-size N  the toolkit's batch sizes ("default": rekey_run's sizing by time), the first
 #                   compared with the naive update (default: default)
 #   --shapes S      one_column, self_reference, two_foreign_keys, composite_child, partitioned_child,
+#                   application (issue 38's held-out schema: policies, triggers, a three-level chain),
 #                   or all (default one_column)
 #   --methods M     toolkit, toolkit_cascade, naive, bare (default: all four; the ratios to the
 #                   naive update need the first three)
@@ -33,12 +34,12 @@ while [ $# -gt 0 ]; do
         --methods) methods=$2 ;;
         --json) json=$2 ;;
         --pg) pg=$2 ;;
-        -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1 (see --help)" ;;
     esac
     shift 2
 done
-[ "$shapes" = all ] && shapes=one_column,self_reference,two_foreign_keys,composite_child,partitioned_child
+[ "$shapes" = all ] && shapes=one_column,self_reference,two_foreign_keys,composite_child,partitioned_child,application
 case $pg in 14 | 15 | 16 | 17 | 18) ;; *) die "--pg must be 14-18" ;; esac
 
 started=$(date +%s)

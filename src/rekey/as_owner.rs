@@ -503,29 +503,56 @@ fn gone(relid: pg_sys::Oid, what: &str) -> ! {
 
 /// The new key of `old_key` in the mapping table `mapping`, for rekey_translate: read as the
 /// mapping table's owner in a security-restricted operation, after checking that the caller may
-/// read its two columns. Whatever the owner attached to the table since rekey_translate checked
-/// it (an index or statistics expression the planner folds) then runs as the owner, never as the
+/// translate with it. Whatever the owner attached to the table since rekey_translate checked it
+/// (an index or statistics expression the planner folds) then runs as the owner, never as the
 /// application's role or a superuser that translates.
+///
+/// Who may translate does not depend on who made the mapping table (the rekey's runner, whose
+/// default privileges it got): whoever may read every row of the key column of the table it maps
+/// (SELECT on that column, and no row-level security that shows the caller only some rows, or a
+/// member of the owner's role), as such a role can read every key and the creation time each
+/// carries anyway; or whoever was granted SELECT on the mapping table's old_key and new_key. The
+/// table it maps is the one its comment binds it to (rekey_mapping_comment, which only the mapping
+/// table's owner can set), of the same owner: a comment that names another role's table binds
+/// nothing.
 #[pg_extern(sql = false)]
 fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
+    let name = relation_name(mapping, "the mapping table")
+        .unwrap_or_else(|| gone(mapping, "mapping table"));
     // Read as the owner, row-level security would not apply: a table with it is no mapping table
     // (rekey_mapping_problem refuses it too), and this function may be called on any table.
     let may_read = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.has_column_privilege($1, 'old_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
-            AND pg_catalog.has_column_privilege($1, 'new_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
-            AND (SELECT c.relkind OPERATOR(pg_catalog.=) 'r'::\"char\" AND NOT c.relrowsecurity
-                   FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
+        "WITH m AS (SELECT c.relowner, pg_catalog.obj_description(c.oid, 'pg_class'::pg_catalog.name) AS comment
+                      FROM pg_catalog.pg_class c
+                     WHERE c.oid OPERATOR(pg_catalog.=) $1 AND c.relkind OPERATOR(pg_catalog.=) 'r'::\"char\"
+                       AND NOT c.relrowsecurity),
+              mapped AS (SELECT t.oid, t.relowner FROM m, pg_catalog.pg_class t
+                          WHERE t.oid OPERATOR(pg_catalog.=) (SELECT CASE WHEN x.n OPERATOR(pg_catalog.<) 4294967296::pg_catalog.numeric
+                                                                          THEN x.n::pg_catalog.int8::pg_catalog.oid END
+                                                                FROM (SELECT pg_catalog.substring(m.comment,
+                                                                        '^pg_objectid rekey mapping: old -> new keys of relation ([0-9]{1,10}) '::pg_catalog.text)::pg_catalog.numeric AS n) x)
+                            AND t.relowner OPERATOR(pg_catalog.=) m.relowner
+                            AND m.comment OPERATOR(pg_catalog.=) objectid_internal.rekey_mapping_comment(t.oid::pg_catalog.regclass))
+         SELECT (pg_catalog.has_column_privilege($1, 'old_key'::pg_catalog.text, 'SELECT'::pg_catalog.text)
+                 AND pg_catalog.has_column_privilege($1, 'new_key'::pg_catalog.text, 'SELECT'::pg_catalog.text))
+                OR coalesce((SELECT pg_catalog.has_column_privilege(mapped.oid, k.conkey[1], 'SELECT'::pg_catalog.text)
+                                    AND (NOT pg_catalog.row_security_active(mapped.oid)
+                                         OR pg_catalog.pg_has_role(mapped.relowner, 'USAGE'::pg_catalog.text))
+                               FROM mapped JOIN pg_catalog.pg_constraint k ON k.conrelid OPERATOR(pg_catalog.=) mapped.oid
+                              WHERE k.contype OPERATOR(pg_catalog.=) 'p'::\"char\"), false)
+           FROM m",
         &[mapping.into()],
     )
-    .unwrap_or_else(|e| error!("cannot check the privileges on the mapping table: {e}"));
+    .unwrap_or_else(|e| match e {
+        pgrx::spi::SpiError::InvalidPosition => None,
+        e => error!("cannot check the privileges on the mapping table: {e}"),
+    });
     if may_read != Some(true) {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "permission denied for the mapping table (OID {}): you need SELECT on old_key and new_key of a plain table without row-level security",
-                mapping.to_u32()
-            )
+            format!("permission denied to translate keys through the mapping table {name}"),
+            "Keys are translated by whoever may read every row of the key column of the table the mapping table was made for, or has SELECT on its old_key and new_key; it must be a plain table without row-level security."
         );
     }
     // The new key is read as a uuid: a column of another type is refused here, as
@@ -543,14 +570,9 @@ fn rekey_translate_read(mapping: pg_sys::Oid, old_key: Uuid) -> Option<Uuid> {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-            format!(
-                "the mapping table (OID {}) needs old_key and new_key of type uuid",
-                mapping.to_u32()
-            )
+            format!("the mapping table {name} needs old_key and new_key of type uuid")
         );
     }
-    let name = relation_name(mapping, "the mapping table")
-        .unwrap_or_else(|| gone(mapping, "mapping table"));
     let owner = relation_owner(mapping);
     let query =
         format!("SELECT m.new_key FROM ONLY {name} m WHERE m.old_key OPERATOR(pg_catalog.=) $1");

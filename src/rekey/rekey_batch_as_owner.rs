@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use super::as_owner::{
     acting_owner, array_column, execute, guarded, server_text, set_at_this_level, within_restricted,
 };
-use super::implied_checks::{arm, implied_checks, verify};
+use super::implied_checks::{arm, implied_checks, set_last, verify};
 
 /// Fires the AFTER triggers queued at the query level that `AfterTriggerBeginQuery` opened, in the
 /// current user and security context, as PostgreSQL does where it opens such a level outside the
@@ -169,6 +169,7 @@ fn rekey_batch_as_owner(
         let key_owner = acting_owner(relid);
         // Read before any of the batch's statements runs a table owner's code.
         let implied = implied_checks(relid, window_query, map_query, rewrite_query);
+        set_last(None);
         let (window_end, mapped) = within_restricted(key_owner, || {
             batch_settings();
             Spi::connect_mut(|_client| {
@@ -262,6 +263,7 @@ fn rekey_batch_as_owner(
         if !others.is_empty() {
             triggers_unchanged(relid, &triggers);
         }
+        set_last(Some(implied.fast_path.clone()));
         let changed = within_restricted(key_owner, || {
             batch_settings();
             let armed = arm(rewrite_query, implied.triggers.clone());

@@ -75,7 +75,22 @@ const FUNCTIONS: &[(&str, &str, bool, &str, bool)] = &[
         "s",
         false,
     ),
+    ("objectid_internal.rekey_fast_path", "s", false, "s", false),
+    (
+        "objectid_internal.rekey_fired_triggers",
+        "s",
+        true,
+        "s",
+        false,
+    ),
     ("objectid_internal.rekey_key_column", "s", true, "s", false),
+    (
+        "objectid_internal.rekey_last_fast_path",
+        "v",
+        false,
+        "r",
+        false,
+    ),
     (
         "objectid_internal.rekey_leaf_density",
         "v",

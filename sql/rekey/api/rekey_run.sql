@@ -216,12 +216,13 @@ BEGIN
                          THEN st.run_keys_done / greatest(extract(epoch FROM clock_timestamp())::pg_catalog.float8
                                                           - extract(epoch FROM st.run_started_at)::pg_catalog.float8, 0.001)
                     END;
-            RAISE NOTICE '%', format('rekey of %s: %s/%s keys (%s%%), %s keys/s, about %s left', tbl, st.keys_done,
+            RAISE NOTICE '%', format('rekey of %s: %s/%s keys (%s%%), %s keys/s, about %s left; fast path %s', tbl, st.keys_done,
                 st.keys_total, round(100.0 * st.keys_done / greatest(st.keys_total, 1), 1),
                 coalesce(round(rate::numeric)::pg_catalog.text, 'unknown'),
                 CASE WHEN rate > 0 AND (st.keys_total::numeric - st.keys_done) / rate::numeric BETWEEN 0 AND 1e10
                      THEN make_interval(secs => round((st.keys_total::numeric - st.keys_done) / rate::numeric))::pg_catalog.text
-                     ELSE 'unknown' END);
+                     ELSE 'unknown' END,
+                coalesce(st.fast_path, 'unknown'));
         END IF;
         IF committing THEN
             COMMIT;

@@ -2,8 +2,9 @@
 -- already new) comes back unchanged, so that callers holding keys of either kind can always call
 -- it, for the whole migration: WHERE id = rekey_translate('orders', $1). Before a rekey starts
 -- every key maps to itself; after rekey_forget the mapping table made for tbl (found by its
--- comment) still answers while it exists. The caller needs SELECT on the mapping table's old_key
--- and new_key (checked); the table must pass the checks rekey_batch makes of it
+-- comment) still answers while it exists. Whoever may read every row of tbl's key column may
+-- translate (rekey_translate_read checks it), whoever ran the rekey, and so may whoever was granted
+-- SELECT on the mapping table's old_key and new_key; the table must pass the checks rekey_batch makes of it
 -- (rekey_mapping_problem: the table's owner's, made for tbl, with no trigger, rule, policy, index
 -- or statistics expression or default of its own), and is read as its owner
 -- (rekey_translate_read). Parallel unsafe: that read switches user and settings.

@@ -98,7 +98,8 @@ BEGIN
     UPDATE objectid_internal.rekey_state s
        SET keys_done = s.keys_done + cardinality(done.keys), run_keys_done = s.run_keys_done + cardinality(done.keys),
            keys_total = greatest(s.keys_total, s.keys_done + cardinality(done.keys)),
-           batches = s.batches + 1, high_water = done.window_end, last_batch_at = clock_timestamp()
+           batches = s.batches + 1, high_water = done.window_end, last_batch_at = clock_timestamp(),
+           fast_path = objectid_internal.rekey_last_fast_path()
      WHERE s.relid OPERATOR(pg_catalog.=) tbl::oid;
     GET DIAGNOSTICS updated = ROW_COUNT;
     IF updated <> 1 THEN

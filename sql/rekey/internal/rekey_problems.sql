@@ -172,45 +172,63 @@ BEGIN
                            r.referenced, r.referenced_owner::regrole, r.action, r.referencing, r.referenced_owner::regrole);
     END LOOP;
 
-    -- A foreign key the rekey does not follow (it references another column of a table that
-    -- changes) with an ON UPDATE action: should that column change with the key (a generated
-    -- column, a trigger's doing), PostgreSQL's action would change the referencing table's rows,
-    -- and fire its AFTER triggers as whoever changed the referenced one. Foreign keys from
-    -- partitions to partitions are made by PostgreSQL for those of their partitioned tables.
+    -- A foreign key the rekey does not follow (it references other columns of a table that
+    -- changes) with an ON UPDATE action. Its action runs only if a referenced column changes in
+    -- the rewrite, which sets only the key's columns: a stored generated column made from one of
+    -- them can, and so can a BEFORE row trigger the run fires on the referenced table (an UPDATE
+    -- rule is refused below). Then PostgreSQL's action would change the referencing rows in the
+    -- middle of the rekey: refused. Where the two tables have different owners it is refused in
+    -- any case: the action changes the referencing rows as their owner but queues their AFTER
+    -- triggers with the referenced table's statement, which fires them as the referenced table's
+    -- owner, should anything the rewrite runs change those columns after all. Between tables of
+    -- one owner nothing runs as another role. Foreign keys from partitions to partitions are made
+    -- by PostgreSQL for those of their partitioned tables.
     FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS referenced,
-                    CASE k.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' ELSE 'SET DEFAULT' END AS action
+                    CASE k.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' ELSE 'SET DEFAULT' END AS action,
+                    fc.relowner AS referencing_owner, pc.relowner AS referenced_owner,
+                    (SELECT string_agg(format('%I', ga.attname), ', ' ORDER BY ga.attnum)
+                       FROM pg_attribute ga
+                       -- A generated column's expression is its default, which depends on the
+                       -- columns it reads.
+                       JOIN pg_attrdef ad ON ad.adrelid = ga.attrelid AND ad.adnum = ga.attnum
+                       JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                                       AND d.refclassid = 'pg_class'::regclass AND d.refobjid = ga.attrelid
+                       JOIN unnest(cols) c ON c.relid = k.confrelid AND c.attnum = d.refobjsubid
+                      WHERE ga.attrelid = k.confrelid AND ga.attnum = ANY (k.confkey) AND ga.attgenerated <> '') AS generated,
+                    (SELECT string_agg(format('%I', f.trigger_name), ', ' ORDER BY f.trigger_name)
+                       FROM objectid_internal.rekey_fired_triggers(cols) f
+                      WHERE f.before AND f.root = k.confrelid) AS before_triggers
                FROM pg_constraint k
+               JOIN pg_class fc ON fc.oid = k.conrelid
+               JOIN pg_class pc ON pc.oid = k.confrelid
               WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confupdtype IN ('c', 'n', 'd')
                 AND k.confrelid IN (SELECT x.relid FROM objectid_internal.rekey_tables(cols) x)
                 AND NOT EXISTS (SELECT FROM unnest(cols) c WHERE c.relid = k.confrelid AND c.attnum = ANY (k.confkey))
               ORDER BY 2, 1
     LOOP
-        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references columns of %s other than the key, ON UPDATE %s:'
-                           ' if they changed during the rekey, its action would change %s with triggers run as another role;'
-                           ' make it ON UPDATE NO ACTION for the rekey', r.conname, r.referencing, r.referenced, r.action,
-                           r.referencing);
+        IF r.generated IS NOT NULL THEN
+            RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references %s (%s), generated from columns the rekey'
+                               ' rewrites, ON UPDATE %s: the rewrite would change them and its action would change %s;'
+                               ' make it ON UPDATE NO ACTION for the rekey', r.conname, r.referencing, r.referenced,
+                               r.generated, r.action, r.referencing);
+        ELSIF r.before_triggers IS NOT NULL THEN
+            RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references columns of %s ON UPDATE %s, and the run'
+                               ' fires BEFORE trigger %s on %s, which could change them: its action would change %s;'
+                               ' make it ON UPDATE NO ACTION for the rekey, or disable the trigger',
+                               r.conname, r.referencing, r.referenced, r.action, r.before_triggers, r.referenced,
+                               r.referencing);
+        ELSIF r.referencing_owner <> r.referenced_owner THEN
+            RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s (owned by %s) references columns of %s (owned by %s)'
+                               ' other than the key, ON UPDATE %s: should they change during the rekey, its action would'
+                               ' fire the triggers of %s as %s; make it ON UPDATE NO ACTION for the rekey', r.conname,
+                               r.referencing, r.referencing_owner::regrole, r.referenced, r.referenced_owner::regrole,
+                               r.action, r.referencing, r.referenced_owner::regrole);
+        END IF;
     END LOOP;
 
-    -- User triggers that the rewrite fires, on every table it touches (partitions too): UPDATE
-    -- triggers on a rewritten column (matched by name: a partition's columns may be numbered
-    -- otherwise), and where rows can move between partitions, their DELETE and INSERT triggers.
-    FOR r IN SELECT DISTINCT x.relid, t.tgname
-               FROM objectid_internal.rekey_tables(cols) x
-               JOIN pg_trigger t ON t.tgrelid = x.relid
-              WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
-                AND (((t.tgtype & 16) <> 0
-                      AND (cardinality(t.tgattr::int2[]) = 0
-                           OR EXISTS (SELECT FROM unnest(cols) c2
-                                        JOIN pg_attribute ta ON ta.attrelid = x.relid AND ta.attname = c2.attname
-                                       WHERE c2.relid = x.root AND ta.attnum = ANY (t.tgattr::int2[]))
-                           -- UPDATE OF a generated column fires when what it is made from changes.
-                           OR EXISTS (SELECT FROM pg_attribute ga
-                                       WHERE ga.attrelid = x.relid AND ga.attnum = ANY (t.tgattr::int2[])
-                                         AND ga.attgenerated <> '')))
-                     OR ((t.tgtype & 12) <> 0 AND x.relid <> x.root
-                         AND EXISTS (SELECT FROM pg_partitioned_table pt WHERE pt.partrelid IN
-                                       (SELECT p.relid FROM pg_partition_tree(x.root) p))))
-                AND NOT fire_triggers
+    -- User triggers that the rewrite fires (rekey_fired_triggers), on every table it touches.
+    FOR r IN SELECT f.relid, f.trigger_name AS tgname FROM objectid_internal.rekey_fired_triggers(cols) f
+              WHERE NOT fire_triggers
               ORDER BY 1, 2
     LOOP
         RETURN QUERY SELECT '55000'::text, format('trigger %I on %s would fire on the rewrite of every row: disable it, or pass fire_triggers => true',

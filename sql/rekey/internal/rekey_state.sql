@@ -29,7 +29,10 @@ CREATE TABLE objectid_internal.rekey_state (
     -- The session running it (rekey_runner), recorded by the owner's run: an advisory lock alone
     -- can be taken by anyone.
     runner_pid integer,
-    runner_started timestamptz
+    runner_started timestamptz,
+    -- Whether the last batch's rewrite left out the foreign-key checks it satisfies by
+    -- construction, and if not (or not on every table) why (rekey_last_fast_path).
+    fast_path text
 );
 
 ALTER TABLE objectid_internal.rekey_state ENABLE ROW LEVEL SECURITY;

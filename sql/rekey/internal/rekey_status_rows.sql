@@ -7,7 +7,7 @@ CREATE FUNCTION objectid_internal.rekey_status_rows()
     RETURNS TABLE (table_name regclass, key_column name, state text, pass integer, keys_done bigint,
                    keys_total bigint, percent_done numeric, keys_per_second numeric, time_left interval,
                    batches bigint, runs integer, started_at timestamptz, last_batch_at timestamptz,
-                   finished_at timestamptz, runner_pid integer, mapping_table regclass)
+                   finished_at timestamptz, runner_pid integer, mapping_table regclass, fast_path text)
     LANGUAGE sql STABLE PARALLEL RESTRICTED
     SET search_path = pg_catalog, pg_temp
     AS $body$
@@ -21,7 +21,8 @@ SELECT s.relid::regclass, s.key_column,
        CASE WHEN l.pid IS NOT NULL AND r.rate > 0
                  AND (s.keys_total::numeric - s.keys_done) / r.rate BETWEEN 0 AND 1e10
             THEN make_interval(secs => round((s.keys_total::numeric - s.keys_done) / r.rate)) END,
-       s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass
+       s.batches, s.runs, s.started_at, s.last_batch_at, s.finished_at, l.pid, s.mapping_table::regclass,
+       s.fast_path
   FROM objectid_internal.rekey_state s
   -- The seconds between the two times from their epochs, not from their difference: an interval
   -- cannot hold the difference of two extreme times, nor (before 17) of an infinite one; and in

@@ -7,12 +7,14 @@
 //! `options` (how a run is asked for), `refusals` (what is refused before anything changes),
 //! `references` (foreign keys and partitions that follow the key), `state` (the record, lock and
 //! status of a rekey), `names` (names of tables and schemas), `others_code` (whose code runs),
-//! `around` (materialized views, rows without a time, translation before and after) and `repack`
+//! `around` (materialized views, rows without a time, translation before and after), `fast_path`
+//! (the foreign-key checks left out, per table, on real schemas) and `repack`
 //! (tables rewritten by REPACK, VACUUM FULL and CLUSTER under the run). This file holds the shop
 //! they rekey and the checks of its result.
 
 mod around;
 mod end_to_end;
+mod fast_path;
 mod names;
 mod options;
 mod others_code;

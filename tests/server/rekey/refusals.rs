@@ -16,7 +16,8 @@ fn wrong_use_is_refused_before_anything_changes() {
          CREATE TABLE pair (a uuid, b uuid, PRIMARY KEY (a, b));
          CREATE TABLE by_time (id uuid, at timestamptz, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
          CREATE TABLE by_time_rest PARTITION OF by_time DEFAULT;
-         CREATE TABLE coded (id uuid PRIMARY KEY DEFAULT uuidv7(), code text UNIQUE, created_at timestamptz);
+         CREATE TABLE coded (id uuid PRIMARY KEY DEFAULT uuidv7(), code text GENERATED ALWAYS AS ('c-' || id::text) STORED UNIQUE,
+                             created_at timestamptz);
          CREATE TABLE coded_ref (c text REFERENCES coded (code) ON UPDATE CASCADE)",
     )
     .unwrap();
@@ -58,12 +59,12 @@ fn wrong_use_is_refused_before_anything_changes() {
             SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             "the primary key of public.by_time has 2 columns (id, at), not one: it includes the partition key",
         ),
-        // A foreign key to another column of the table, whose action would run as whoever
-        // changed it.
+        // A foreign key to another column of the table, one made from the key, whose action
+        // would run when the rewrite changes it.
         (
             "CALL rekey_run('coded', 'created_at')",
             SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "foreign key coded_ref_c_fkey of public.coded_ref references columns of public.coded other than the key, ON UPDATE CASCADE",
+            "foreign key coded_ref_c_fkey of public.coded_ref references public.coded (code), generated from columns the rekey rewrites, ON UPDATE CASCADE",
         ),
         // Before the default is switched.
         (

@@ -13,8 +13,9 @@
 //! toolkit looks, issue 18's repros), `printed_calls` (every call the toolkit prints, followed by a
 //! superuser where the database owner planted overloads), `locks_and_state` (the caller's advisory locks and the
 //! rekey's record), `record_values` (what an owner writes into its record, and who reads it), `review_findings` (what the first three adversarial reviews found),
-//! `internals` (the toolkit's internal functions called directly) and `callers_session` (what the
-//! caller's session holds: temporary objects, large objects, dblink connections). This file holds
+//! `internals` (the toolkit's internal functions called directly), `callers_session` (what the
+//! caller's session holds: temporary objects, large objects, dblink connections) and `translation`
+//! (who may translate old keys). This file holds
 //! the hostile role's tables and logs, and the checks that it gained nothing.
 
 mod callers_session;
@@ -26,6 +27,7 @@ mod planted_functions;
 mod printed_calls;
 mod record_values;
 mod review_findings;
+mod translation;
 
 use postgres::Client;
 

@@ -391,6 +391,6 @@ fn the_update_moves_only_counts_out_of_a_forged_snapshot() {
             &mut admin,
             "SELECT extversion FROM pg_extension WHERE extname = 'pg_objectid'"
         ),
-        "0.7.0"
+        env!("CARGO_PKG_VERSION")
     );
 }
