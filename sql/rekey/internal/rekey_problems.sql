@@ -186,12 +186,16 @@ BEGIN
     FOR r IN SELECT k.conname, k.conrelid::regclass AS referencing, k.confrelid::regclass AS referenced,
                     CASE k.confupdtype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' ELSE 'SET DEFAULT' END AS action,
                     fc.relowner AS referencing_owner, pc.relowner AS referenced_owner,
-                    (SELECT string_agg(format('%I', ga.attname), ', ' ORDER BY ga.attnum)
+                    (SELECT string_agg(DISTINCT format('%I', ga.attname), ', ')
                        FROM pg_attribute ga
-                       -- A generated column's expression is its default, which depends on the
-                       -- columns it reads.
+                       -- A generated column's expression is its default. The columns it reads
+                       -- are recorded as dependencies of the column itself on some releases
+                       -- (StoreAttrDefault's colobject) and of its pg_attrdef row on others
+                       -- (defobject): both are taken.
                        JOIN pg_attrdef ad ON ad.adrelid = ga.attrelid AND ad.adnum = ga.attnum
-                       JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                       JOIN pg_depend d ON ((d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid)
+                                            OR (d.classid = 'pg_class'::regclass AND d.objid = ga.attrelid
+                                                AND d.objsubid = ga.attnum))
                                        AND d.refclassid = 'pg_class'::regclass AND d.refobjid = ga.attrelid
                        JOIN unnest(cols) c ON c.relid = k.confrelid AND c.attnum = d.refobjsubid
                       WHERE ga.attrelid = k.confrelid AND ga.attnum = ANY (k.confkey) AND ga.attgenerated <> '') AS generated,
