@@ -364,6 +364,45 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- Further down: should such a column change after all (an AFTER trigger the run fires, of the
+    -- referenced table's owner, may update it), the action's update of the referencing table runs
+    -- that table's own ON UPDATE actions in turn, and the AFTER triggers of every table the chain
+    -- reaches are queued with the rewrite's statement, which fires them as the rewritten table's
+    -- owner. So every table reached through ON UPDATE actions (partitions included) must have that
+    -- owner; the first step is refused above where it does not.
+    FOR r IN WITH RECURSIVE reach(root_owner, depth, relid, conname, referenced) AS (
+                 SELECT pc.relowner, 1, k.conrelid, k.conname, k.confrelid
+                   FROM pg_constraint k
+                   JOIN pg_class pc ON pc.oid = k.confrelid
+                  WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confupdtype IN ('c', 'n', 'd')
+                    AND k.confrelid IN (SELECT x.relid FROM objectid_internal.rekey_tables(cols) x)
+                    AND NOT EXISTS (SELECT FROM unnest(cols) c WHERE c.relid = k.confrelid AND c.attnum = ANY (k.confkey))
+                 UNION
+                 -- Every foreign key to a table reached or one of its partitions, the partitions'
+                 -- own copies included; the depth stops at 2 so that a cycle ends.
+                 SELECT h.root_owner, 2, k.conrelid, k.conname, k.confrelid
+                   FROM reach h
+                   JOIN pg_constraint k ON k.contype = 'f' AND k.confupdtype IN ('c', 'n', 'd')
+                                       AND (k.confrelid = h.relid
+                                            OR k.confrelid IN (SELECT p.relid FROM pg_partition_tree(h.relid) p))
+             )
+             SELECT DISTINCT ON (t.oid) t.oid::regclass AS tbl, t.relowner AS tbl_owner, h.conname,
+                    h.relid::regclass AS referencing, h.referenced::regclass AS referenced, h.root_owner
+               FROM reach h
+               -- pg_partition_tree gives nothing for a table that is not partitioned.
+               JOIN pg_class t ON t.oid = h.relid OR t.oid IN (SELECT p.relid FROM pg_partition_tree(h.relid) p)
+              -- The first step's own table is refused above.
+              WHERE t.relowner <> h.root_owner AND (h.depth > 1 OR t.oid <> h.relid)
+              ORDER BY t.oid, h.depth, h.conname
+    LOOP
+        RETURN QUERY SELECT '55000'::text, format('foreign key %I of %s references %s ON UPDATE, in a chain of ON UPDATE'
+                           ' actions from a table the rekey rewrites (owned by %s), and %s is owned by %s: should a'
+                           ' column the chain follows change during the rekey, it would fire the triggers of %s as %s;'
+                           ' make the chain''s foreign keys ON UPDATE NO ACTION for the rekey', r.conname,
+                           r.referencing, r.referenced, r.root_owner::regrole, r.tbl, r.tbl_owner::regrole, r.tbl,
+                           r.root_owner::regrole);
+    END LOOP;
+
     -- User triggers that the rewrite fires (rekey_fired_triggers), on every table it touches.
     FOR r IN SELECT f.relid, f.trigger_name AS tgname FROM objectid_internal.rekey_fired_triggers(cols) f
               WHERE NOT fire_triggers

@@ -509,8 +509,9 @@ fn gone(relid: pg_sys::Oid, what: &str) -> ! {
 ///
 /// Who may translate does not depend on who made the mapping table (the rekey's runner, whose
 /// default privileges it got): whoever may read every row of the key column of the table it maps
-/// (SELECT on that column, and no row-level security that shows the caller only some rows, or a
-/// member of the owner's role), as such a role can read every key and the creation time each
+/// (SELECT on that column, and no row-level security applying to the caller there, whatever its
+/// policies show, which cannot be told; or a member of the owner's role), as such a role can read
+/// every key and the creation time each
 /// carries anyway; or whoever was granted SELECT on the mapping table's old_key and new_key. The
 /// table it maps is the one its comment binds it to (rekey_mapping_comment, which only the mapping
 /// table's owner can set), of the same owner: a comment that names another role's table binds

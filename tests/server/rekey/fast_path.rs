@@ -322,8 +322,7 @@ fn a_policy_that_applies_to_the_owner_is_refused_and_named() {
 #[test]
 fn an_on_update_action_is_refused_only_where_it_can_run() {
     let Database {
-        name: db,
-        client: mut admin,
+        client: mut admin, ..
     } = database_with_extension("");
     hostile_role(&mut admin, "rekey_fp_app2");
     let fresh = |admin: &mut Client| {

@@ -1,4 +1,5 @@
-//! What the first three adversarial reviews of 0.6.0 found, each now refused.
+//! What the first three adversarial reviews of 0.6.0, and the review of 0.8.0's narrowed checks,
+//! found, each now refused.
 
 use postgres::Client;
 
@@ -479,4 +480,130 @@ fn review_3_findings_stay_closed() {
         new_key
     );
     locker.batch_execute("ROLLBACK").unwrap();
+}
+
+/// What the review of 0.8.0's narrowed ON UPDATE refusal found: a chain of ON UPDATE CASCADE
+/// foreign keys two tables deep from a table the rekey rewrites, the first step between tables of
+/// one owner (allowed) and the second to a table of a hostile role. An AFTER trigger of the
+/// victim's, which the run fires, changes the column the first step follows, whose cascade
+/// changes the column the second follows, whose cascade queues the hostile role's trigger with
+/// the victim's statement: it would run as the victim. Refused before anything changes; the
+/// hostile role gains nothing (no privilege on the victim's table, no superuser) and its code
+/// never runs.
+#[test]
+fn review_4_findings_stay_closed() {
+    let Database {
+        name: db,
+        client: mut admin,
+    } = database_with_extension("");
+    let victim = "rekey_review4_victim";
+    let hostile = "rekey_review4_hostile";
+    hostile_role(&mut admin, victim);
+    hostile_role(&mut admin, hostile);
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA vs AUTHORIZATION {victim}; CREATE SCHEMA hs AUTHORIZATION {hostile};"
+        ))
+        .unwrap();
+    let mut v = connect_as(&db, victim);
+    v.batch_execute(&format!(
+        "CREATE TABLE vs.accounts (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), created_at timestamptz NOT NULL);
+         CREATE TABLE vs.orders (id bigserial PRIMARY KEY, code text UNIQUE NOT NULL, account_id uuid REFERENCES vs.accounts);
+         CREATE INDEX ON vs.orders (account_id);
+         CREATE TABLE vs.order_items (id bigserial PRIMARY KEY,
+                                      order_code text UNIQUE REFERENCES vs.orders (code) ON UPDATE CASCADE);
+         CREATE TABLE vs.secret (s text); INSERT INTO vs.secret VALUES ('the victim''s');
+         GRANT USAGE ON SCHEMA vs TO {hostile}; GRANT REFERENCES ON vs.order_items TO {hostile};
+         INSERT INTO vs.accounts SELECT gen_random_uuid(), now() - g * interval '1 hour' FROM generate_series(1, 5) g;
+         INSERT INTO vs.orders (code, account_id) SELECT 'o' || row_number() OVER (), id FROM vs.accounts;
+         INSERT INTO vs.order_items (order_code) SELECT code FROM vs.orders;
+         CREATE FUNCTION vs.bump() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+         BEGIN UPDATE vs.orders SET code = code || '+' WHERE id = NEW.id; RETURN NULL; END $$;
+         CREATE TRIGGER bump AFTER UPDATE OF account_id ON vs.orders FOR EACH ROW EXECUTE FUNCTION vs.bump();
+         SELECT rekey_switch_default('vs.accounts')"
+    ))
+    .unwrap();
+    let mut h = connect_as(&db, hostile);
+    h.batch_execute(&format!(
+        "CREATE TABLE hs.log (cu name, su name); GRANT USAGE ON SCHEMA hs TO PUBLIC; GRANT INSERT ON hs.log TO PUBLIC;
+         CREATE TABLE hs.hx (ref text REFERENCES vs.order_items (order_code) ON UPDATE CASCADE);
+         INSERT INTO hs.hx SELECT 'o' || g FROM generate_series(1, 5) g;
+         CREATE FUNCTION hs.spy() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+         BEGIN
+           INSERT INTO hs.log VALUES (current_user, session_user);
+           EXECUTE 'GRANT SELECT ON vs.secret TO {hostile}';
+           IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+             EXECUTE 'ALTER ROLE {hostile} SUPERUSER';
+           END IF;
+           RETURN NULL;
+         END $$;
+         CREATE TRIGGER spy AFTER UPDATE ON hs.hx FOR EACH ROW EXECUTE FUNCTION hs.spy()"
+    ))
+    .unwrap();
+    let keys = "SELECT string_agg(id::text, ',' ORDER BY id) FROM vs.accounts";
+    let before = one_string(&mut admin, keys);
+    let problems = strings(
+        &mut admin,
+        "SELECT p.problem FROM objectid_internal.rekey_problems('vs.accounts'::regclass, 'created_at'::name, NULL::text, true) p
+          WHERE p.problem LIKE 'foreign key %'",
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with(&format!(
+            "foreign key hx_ref_fkey of hs.hx references vs.order_items ON UPDATE, in a chain of ON UPDATE actions from a table the rekey rewrites (owned by {victim}), and hs.hx is owned by {hostile}"
+        )),
+        "{problems:?}"
+    );
+    for runner in ["postgres", victim] {
+        let mut c = connect_as(&db, runner);
+        expect_error(
+            &mut c,
+            "CALL rekey_run('vs.accounts', 'created_at', fire_triggers => true)",
+            &postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+        );
+    }
+    assert_eq!(one_string(&mut admin, keys), before, "keys changed");
+    assert_eq!(one_i64(&mut admin, "SELECT count(*) FROM hs.log"), 0, "the hostile trigger ran");
+    assert!(!one_bool(
+        &mut admin,
+        &format!("SELECT has_table_privilege('{hostile}', 'vs.secret', 'SELECT')")
+    ));
+    assert!(!is_superuser(&mut admin, hostile));
+
+    // The first step's partition of another owner: its triggers would fire as the victim too.
+    h.batch_execute("DROP TABLE hs.hx").unwrap();
+    v.batch_execute(
+        "CREATE TABLE vs.lines (order_code text REFERENCES vs.orders (code) ON UPDATE CASCADE) PARTITION BY LIST (order_code);
+         CREATE TABLE vs.lines_all PARTITION OF vs.lines DEFAULT",
+    )
+    .unwrap();
+    admin
+        .batch_execute(&format!("ALTER TABLE vs.lines_all OWNER TO {hostile}"))
+        .unwrap();
+    let problems = strings(
+        &mut admin,
+        "SELECT p.problem FROM objectid_internal.rekey_problems('vs.accounts'::regclass, 'created_at'::name, NULL::text, true) p
+          WHERE p.problem LIKE 'foreign key %'",
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains(&format!("and vs.lines_all is owned by {hostile}")),
+        "{problems:?}"
+    );
+    v.batch_execute("DROP TABLE vs.lines").unwrap();
+
+    // One step is between tables of one owner, with nothing of another role's down the chain: the
+    // rekey runs, and the victim's own trigger and cascade do what they would for any update.
+    admin
+        .batch_execute("CALL rekey_run('vs.accounts', 'created_at', fire_triggers => true)")
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &mut admin,
+            "SELECT count(*) FROM vs.order_items i JOIN vs.orders o ON o.code = i.order_code
+              WHERE o.account_id IN (SELECT id FROM vs.accounts WHERE uuid_extract_version(id) = 7)"
+        ),
+        5
+    );
+    assert!(!is_superuser(&mut admin, hostile));
 }

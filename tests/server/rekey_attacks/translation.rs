@@ -95,6 +95,18 @@ fn whoever_may_read_every_key_translates_it_and_nobody_else() {
         );
     }
 
+    // Row-level security that applies to a role refuses it whatever its policies show: one that
+    // shows the application every row does not make it a reader of every key (what a policy shows
+    // cannot be told from the catalogs), as docs/migration.md says.
+    o.batch_execute(&format!(
+        "CREATE POLICY everything ON accounts TO {app} USING (true)"
+    ))
+    .unwrap();
+    let mut a = connect_as(&db, app);
+    assert_eq!(one_i64(&mut a, "SELECT count(*) FROM public.accounts"), 50);
+    expect_error(&mut a, &translate, &SqlState::INSUFFICIENT_PRIVILEGE);
+    drop(a);
+
     // A role cannot bind the owner's mapping table to a table of its own, nor a table of its own
     // to the owner's table: the comment that binds them is the mapping table's owner's to write,
     // and a mapping table of another owner than its table's binds nothing.
