@@ -563,7 +563,11 @@ fn review_4_findings_stay_closed() {
         );
     }
     assert_eq!(one_string(&mut admin, keys), before, "keys changed");
-    assert_eq!(one_i64(&mut admin, "SELECT count(*) FROM hs.log"), 0, "the hostile trigger ran");
+    assert_eq!(
+        one_i64(&mut admin, "SELECT count(*) FROM hs.log"),
+        0,
+        "the hostile trigger ran"
+    );
     assert!(!one_bool(
         &mut admin,
         &format!("SELECT has_table_privilege('{hostile}', 'vs.secret', 'SELECT')")
