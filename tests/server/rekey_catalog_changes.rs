@@ -70,10 +70,20 @@ fn run_through(db: &str, change: &str) -> Result<(), (SqlState, String)> {
             // Ended before its first batch committed: its own error says why.
             return running.join().unwrap();
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the rekey's first batch did not commit within 120 s"
-        );
+        if started.elapsed() >= Duration::from_secs(120) {
+            // Once seen in CI (PostgreSQL 15, 2026-12-08) and not since: what the sessions of this
+            // database were doing and waiting for, so that the next time says why.
+            let sessions = one_string(
+                &mut other,
+                "SELECT coalesce(string_agg(format('%s %s %s:%s %s', a.pid, a.state, a.wait_event_type,
+                                                   a.wait_event, left(a.query, 160)), E'\n'), 'none')
+                   FROM pg_stat_activity a
+                  WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()",
+            );
+            panic!(
+                "the rekey's first batch did not commit within 120 s; the sessions:\n{sessions}"
+            );
+        }
         thread::sleep(Duration::from_millis(50));
     }
     other.batch_execute(change).unwrap();
