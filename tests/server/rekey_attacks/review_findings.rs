@@ -541,12 +541,11 @@ fn review_4_findings_stay_closed() {
     ))
     .unwrap();
     let keys = "SELECT string_agg(id::text, ',' ORDER BY id) FROM vs.accounts";
+    // The foreign-key problems of a rekey of vs.accounts that fires triggers.
+    const FK_PROBLEMS: &str = "SELECT p.problem FROM objectid_internal.rekey_problems('vs.accounts'::regclass, 'created_at'::name, NULL::text, true) p
+          WHERE p.problem LIKE 'foreign key %'";
     let before = one_string(&mut admin, keys);
-    let problems = strings(
-        &mut admin,
-        "SELECT p.problem FROM objectid_internal.rekey_problems('vs.accounts'::regclass, 'created_at'::name, NULL::text, true) p
-          WHERE p.problem LIKE 'foreign key %'",
-    );
+    let problems = strings(&mut admin, FK_PROBLEMS);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].starts_with(&format!(
@@ -584,11 +583,7 @@ fn review_4_findings_stay_closed() {
     admin
         .batch_execute(&format!("ALTER TABLE vs.lines_all OWNER TO {hostile}"))
         .unwrap();
-    let problems = strings(
-        &mut admin,
-        "SELECT p.problem FROM objectid_internal.rekey_problems('vs.accounts'::regclass, 'created_at'::name, NULL::text, true) p
-          WHERE p.problem LIKE 'foreign key %'",
-    );
+    let problems = strings(&mut admin, FK_PROBLEMS);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].contains(&format!("and vs.lines_all is owned by {hostile}")),
